@@ -1,0 +1,605 @@
+import { randomBytes } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { SALE_REFERENCE_RANDOM_BYTES, saleReferenceFromBytes } from '../domain/codes.js';
+import { type Discount as DiscountRule, priceOrder, ticketTypeFeePolicy } from '../domain/pricing.js';
+import type { SaleStatus } from '../domain/sale-state.js';
+import { newId } from '../entities/ids.js';
+import {
+  Discount,
+  Event,
+  EventDate,
+  MembershipPlan,
+  MembershipSubscription,
+  Sale,
+  SaleItem,
+  TicketType,
+  Workspace,
+} from '../entities/index.js';
+import type { ISale } from '../entities/sale.js';
+import { releaseStock, takeStock } from '../entities/stock.js';
+import type { ReservedSale, ReserveRejection, ReserveRequest, ReserveResult } from '../workflows/definitions.js';
+import type { ActivityDeps } from './deps.js';
+import { appendSaleEvent } from './outbox.js';
+import { isSeatRefusal, minutesUntil, seatMap, seatsOfSale } from './seats.js';
+import { issueTickets } from './tickets.js';
+
+const ANY_TENANT = { filters: { tenant: false } } as const;
+const INCLUDING_DELETED = { filters: { tenant: false, notDeleted: false } } as const;
+
+class Rejected extends Error {
+  constructor(readonly rejection: ReserveRejection) {
+    super(rejection.message);
+  }
+}
+
+const reject = (
+  code: ReserveRejection['code'],
+  reason: string,
+  message: string,
+  details?: Record<string, unknown>,
+): never => {
+  throw new Rejected({ ok: false, code, reason, message, ...(details ? { details } : {}) });
+};
+
+export function toReserved(sale: ISale): ReservedSale {
+  return {
+    ok: true,
+    saleId: sale.id,
+    reference: sale.reference,
+    workspaceId: sale.workspace,
+    eventDateId: sale.eventDate,
+    status: sale.status,
+    free: sale.total === 0 && sale.status === 'CONFIRMED',
+    total: sale.total,
+    currency: sale.currency,
+    expiresAtMs: sale.status === 'PENDING' && sale.expiresAt ? sale.expiresAt.getTime() : null,
+  };
+}
+
+async function newReference(em: EntityManager): Promise<string> {
+  for (let attempt = 0; attempt < 5; attempt += 1) {
+    const reference = saleReferenceFromBytes(randomBytes(SALE_REFERENCE_RANDOM_BYTES));
+    const taken = await em.execute<{ one: number }[]>('select 1 as one from sales where reference = ?', [reference]);
+    if (taken.length === 0) return reference;
+  }
+  throw new Error('could not draw a free sale reference');
+}
+
+async function isMember(em: EntityManager, workspaceId: string, buyerId: string | null, now: Date): Promise<boolean> {
+  if (!buyerId) return false;
+  const subscriptions = await em.find(
+    MembershipSubscription,
+    { workspace: workspaceId, buyer: buyerId, status: 'ACTIVE' },
+    ANY_TENANT,
+  );
+  for (const subscription of subscriptions) {
+    if (subscription.currentPeriodEnd && subscription.currentPeriodEnd <= now) continue;
+    const plan = await em.findOne(MembershipPlan, { id: subscription.plan }, ANY_TENANT);
+    if (plan?.benefits.membersOnlyAccess) return true;
+  }
+  return false;
+}
+
+/** Every rule of contract 4.2 checked under the same transaction that takes the stock. */
+async function reserveInTransaction(
+  tx: EntityManager,
+  saleId: string,
+  request: ReserveRequest,
+  now: Date,
+): Promise<ISale> {
+  const date = await tx.findOne(EventDate, { id: request.eventDateId }, ANY_TENANT);
+  if (!date || (request.pinnedWorkspaceId && date.workspace !== request.pinnedWorkspaceId)) {
+    return reject('NOT_FOUND', 'not_found', 'Event date not found');
+  }
+  const type = await tx.findOne(TicketType, { id: request.ticketTypeId, eventDate: date.id }, ANY_TENANT);
+  if (!type) return reject('NOT_FOUND', 'not_found', 'Ticket type not found for this event date');
+  const event = await tx.findOneOrFail(Event, { id: date.event }, INCLUDING_DELETED);
+  const workspace = await tx.findOneOrFail(Workspace, { id: date.workspace });
+
+  if (event.deletedAt || event.status !== 'PUBLISHED' || date.cancelledAt) {
+    reject('NOT_AVAILABLE', 'not_published', 'This event is not on sale');
+  }
+  if (date.startsAt <= now) reject('NOT_AVAILABLE', 'date_past', 'This date has already started');
+  if (event.salesMode === 'EXTERNAL') {
+    reject('EXTERNAL_SALE', 'external_sale', 'This event sells elsewhere', { url: event.externalSalesUrl });
+  }
+  if (!request.confirmImmediately) {
+    if ((date.salesStartAt && date.salesStartAt > now) || (date.salesEndAt && date.salesEndAt <= now)) {
+      reject('SALE_CLOSED', 'sales_window_closed', 'Sales for this date are not open', {
+        salesStartAt: date.salesStartAt?.toISOString() ?? null,
+        salesEndAt: date.salesEndAt?.toISOString() ?? null,
+      });
+    }
+    if ((type.presaleStartsAt && type.presaleStartsAt > now) || (type.presaleEndsAt && type.presaleEndsAt <= now)) {
+      reject('SALE_CLOSED', 'presale_closed', 'This ticket type sells only during its presale window');
+    }
+    if (type.membersOnly) {
+      if (request.origin === 'PUBLIC')
+        reject('MEMBERS_ONLY', 'members_only', 'Members-only tickets are sold to signed-in members only');
+      if (!(await isMember(tx, workspace.id, request.buyerId, now))) {
+        reject('MEMBERS_ONLY', 'members_only', 'This ticket type is for members; join a membership plan first');
+      }
+    }
+  }
+  if (request.quantity > type.maxPerOrder) {
+    reject('ORDER_REJECTED', 'max_per_order', `At most ${type.maxPerOrder} tickets of this type per order`, {
+      maxPerOrder: type.maxPerOrder,
+    });
+  }
+  const numbered = type.seatMapCategoryKey !== null;
+  if (numbered) {
+    // The seats were checked (and, for public orders, held) at the provider before this transaction; here they are
+    // checked against the other live sales of the date under a lock, so no seat is ever sold twice.
+    const labels = request.seats ?? [];
+    await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`seats:${date.id}`]);
+    const live = await tx.execute<{ seats: string[] | string | null }[]>(
+      `select i.seats from sale_items i join sales s on s.id = i.sale_id
+        where s.event_date_id = ? and s.status in ('PENDING', 'CONFIRMED') and i.seats is not null`,
+      [date.id],
+    );
+    const taken = new Set(
+      live.flatMap((row) => (typeof row.seats === 'string' ? (JSON.parse(row.seats) as string[]) : (row.seats ?? []))),
+    );
+    const clash = labels.filter((label) => taken.has(label));
+    if (clash.length > 0) {
+      reject('SEAT_NOT_AVAILABLE', 'seat_taken', 'A seat is already sold or reserved', { seats: clash });
+    }
+  }
+  if (date.virtualQueue && request.origin !== 'ORGANIZER' && !request.queueTurnAdmitted) {
+    reject('QUEUE_REQUIRED', 'queue_turn_required', 'This date sells through a waiting room; join the queue first', {
+      eventDateId: date.id,
+    });
+  }
+
+  if (request.buyerId && !request.confirmImmediately) {
+    // Lock this buyer's rows for the date so two tabs cannot both pass the limit check.
+    await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`buyer:${request.buyerId}:${date.id}`]);
+    const pending = await tx.findOne(
+      Sale,
+      { buyer: request.buyerId, eventDate: date.id, status: 'PENDING' },
+      ANY_TENANT,
+    );
+    if (pending?.expiresAt && pending.expiresAt > now) {
+      reject(
+        'ORDER_REJECTED',
+        'pending_sale_in_progress',
+        'You have an unpaid purchase for this date; reopen its payment instead',
+        {
+          pendingSaleId: pending.id,
+          pendingReference: pending.reference,
+        },
+      );
+    }
+    const bought = await tx.execute<{ units: string | null }[]>(
+      `select sum(i.quantity) as units from sale_items i join sales s on s.id = i.sale_id
+        where s.buyer_id = ? and s.event_date_id = ? and i.ticket_type_id = ? and s.status in ('PENDING', 'CONFIRMED')`,
+      [request.buyerId, date.id, type.id],
+    );
+    const already = Number(bought[0]?.units ?? 0);
+    if (already + request.quantity > type.maxPerOrder) {
+      reject('ORDER_REJECTED', 'per_buyer_limit', `A buyer may hold at most ${type.maxPerOrder} tickets of this type`, {
+        alreadyHeld: already,
+        maxPerBuyer: type.maxPerOrder,
+      });
+    }
+  }
+
+  let discount: DiscountRule | undefined;
+  let discountId: string | null = null;
+  if (request.complimentary) {
+    discount = { type: 'PERCENT', value: 100 };
+  } else if (request.discountCode) {
+    const code = request.discountCode.trim().toUpperCase();
+    const found = await tx.findOne(Discount, { workspace: workspace.id, code, active: true }, ANY_TENANT);
+    const valid =
+      found &&
+      (found.event === null || found.event === event.id) &&
+      (!found.startsAt || found.startsAt <= now) &&
+      (!found.endsAt || found.endsAt > now);
+    if (!found || !valid)
+      return reject('ORDER_REJECTED', 'invalid_discount_code', 'This discount code is not valid for this event');
+    const used = await tx.execute<{ id: string }[]>(
+      'update discounts set uses = uses + 1 where id = ? and (max_uses is null or uses < max_uses) returning id',
+      [found.id],
+    );
+    if (used.length === 0) reject('ORDER_REJECTED', 'discount_exhausted', 'This discount code has been used up');
+    discount = { type: found.type, value: found.value };
+    discountId = found.id;
+  }
+
+  const policy = ticketTypeFeePolicy(workspace, type);
+  const price = priceOrder({
+    unitPrice: type.price,
+    quantity: request.quantity,
+    feePolicy:
+      request.origin === 'ORGANIZER'
+        ? { ...policy, serviceFeeBps: 0, serviceFeeFixed: 0, seatingSurcharge: 0 }
+        : policy,
+    numbered,
+    ...(discount ? { discount } : {}),
+  });
+
+  const confirmedNow = price.free || request.confirmImmediately;
+  const windowMs = request.paymentWindowMs ?? date.paymentWindowMinutes * 60_000;
+  const sale = tx.create(Sale, {
+    id: saleId,
+    workspace: workspace.id,
+    reference: await newReference(tx),
+    status: confirmedNow ? 'CONFIRMED' : 'PENDING',
+    channel: request.channel,
+    origin: request.origin,
+    event: event.id,
+    eventDate: date.id,
+    buyer: request.buyerId,
+    buyerName: request.buyer.name,
+    buyerEmail: request.buyerEmail,
+    buyerPhone: request.buyer.phone,
+    buyerDocumentType: request.buyer.idType,
+    buyerDocumentNumber: request.buyer.idNumber,
+    buyerNitDigit: request.buyer.nitDigit,
+    subtotal: price.subtotal,
+    discountAmount: price.discountAmount,
+    serviceFee: price.serviceFee,
+    iva: price.iva,
+    total: price.total,
+    organizerServiceFee: price.organizerServiceFee,
+    currency: type.currency,
+    discount: discountId,
+    paymentProvider: null,
+    paymentRef: null,
+    paymentStatus: confirmedNow
+      ? request.complimentary
+        ? 'FT_COMPLIMENTARY'
+        : price.free
+          ? 'FT_FREE'
+          : 'FT_OFFLINE'
+      : null,
+    declineCode: null,
+    failureReason: null,
+    returnUrl: request.returnUrl,
+    holdToken: request.holdToken,
+    expiresAt: new Date(now.getTime() + windowMs),
+    confirmedAt: confirmedNow ? now : null,
+    closedAt: null,
+  });
+  tx.create(SaleItem, {
+    id: newId(),
+    sale: sale.id,
+    ticketType: type.id,
+    ticketTypeName: type.name,
+    quantity: request.quantity,
+    unitPrice: type.price,
+    unitServiceFee: price.unit.buyerServiceFee,
+    unitIva: price.unit.iva,
+    seats: request.seats,
+  });
+  await tx.flush();
+  const taken = await takeStock(tx, { saleId: sale.id, ticketTypeId: type.id, quantity: request.quantity });
+  if (!taken) {
+    return reject('ORDER_REJECTED', 'sold_out', 'Not enough tickets of this type are left', { ticketTypeId: type.id });
+  }
+  if (confirmedNow) {
+    await issueTickets(tx, sale.id);
+    await appendSaleEvent(tx, 'sale.confirmed', sale.id);
+  }
+  return sale;
+}
+
+interface PreparedSeats {
+  /** The hold token the sale will own (the buyer's session's, or one created here for a public order). */
+  holdToken: string | null;
+  /** Created here: expired again if the reservation is refused. */
+  created: boolean;
+  eventKey: string | null;
+}
+
+const NO_SEATS: PreparedSeats = { holdToken: null, created: false, eventKey: null };
+
+/**
+ * The provider-side half of a numbered reservation, before the transaction: the queue turn (a public order never
+ * holds seats without one), every seat checked against the hold token, or held with a token of the order's TTL.
+ */
+async function prepareSeats(deps: ActivityDeps, saleId: string, request: ReserveRequest): Promise<PreparedSeats> {
+  const em = deps.orm.em.fork();
+  const date = await em.findOne(EventDate, { id: request.eventDateId }, ANY_TENANT);
+  const type = date ? await em.findOne(TicketType, { id: request.ticketTypeId, eventDate: date.id }, ANY_TENANT) : null;
+  // Unknown, foreign or closed dates are refused by the transaction's own checks, with their own codes.
+  if (!date || !type || (request.pinnedWorkspaceId && date.workspace !== request.pinnedWorkspaceId)) return NO_SEATS;
+  if (date.virtualQueue && request.origin !== 'ORGANIZER' && !request.queueTurnAdmitted) {
+    reject('QUEUE_REQUIRED', 'queue_turn_required', 'This date sells through a waiting room; join the queue first', {
+      eventDateId: date.id,
+    });
+  }
+  const categoryKey = type.seatMapCategoryKey ?? null;
+  if (categoryKey === null) {
+    if (request.seats?.length) reject('VALIDATION_FAILED', 'not_numbered', 'This ticket type does not sell seats');
+    return NO_SEATS;
+  }
+  const labels = request.seats ?? [];
+  if (labels.length !== request.quantity || new Set(labels).size !== labels.length) {
+    reject('VALIDATION_FAILED', 'seats_required', 'Numbered tickets need one distinct seat label per unit', {
+      quantity: request.quantity,
+      seats: labels.length,
+    });
+  }
+  const eventKey = date.seatMapEventKey;
+  if (!eventKey) return reject('ORDER_REJECTED', 'seats_not_held', 'This date has no seat map to hold seats in');
+  const port = seatMap(deps);
+  const statuses = await port.objectStatuses(eventKey, labels);
+  const byLabel = new Map(statuses.map((seat) => [seat.label, seat]));
+  const unknown = labels.filter((label) => byLabel.get(label)?.categoryKey !== categoryKey);
+  if (unknown.length > 0) {
+    reject('SEAT_NOT_AVAILABLE', 'seat_not_in_category', "A seat does not exist in this ticket type's category", {
+      seats: unknown,
+    });
+  }
+  if (request.holdToken) {
+    if (!(await port.getHoldToken(request.holdToken))) {
+      reject(
+        'PURCHASE_SESSION_EXPIRED',
+        'hold_token_expired',
+        'The seat-map hold expired; open a new purchase session',
+      );
+    }
+    const others = labels.filter((label) => {
+      const seat = byLabel.get(label)!;
+      return seat.status === 'booked' || (seat.status === 'reservedByToken' && seat.holdToken !== request.holdToken);
+    });
+    if (others.length > 0) {
+      reject('SEAT_NOT_AVAILABLE', 'seat_taken', 'A seat is already sold or held by another buyer', { seats: others });
+    }
+    const notHeld = labels.filter((label) => byLabel.get(label)!.status !== 'reservedByToken');
+    if (notHeld.length > 0) {
+      reject('ORDER_REJECTED', 'seats_not_held', 'Hold every seat with your purchase session before ordering', {
+        seats: notHeld,
+      });
+    }
+    return { holdToken: request.holdToken, created: false, eventKey };
+  }
+  if (request.origin !== 'PUBLIC') {
+    return reject('ORDER_REJECTED', 'seats_not_held', 'Seats need the hold token of your purchase session');
+  }
+  const busy = labels.filter((label) => byLabel.get(label)!.status !== 'free');
+  if (busy.length > 0) {
+    reject('SEAT_NOT_AVAILABLE', 'seat_taken', 'A seat is already sold or held', { seats: busy });
+  }
+  // One token per sale, remembered so a retried activity does not hold the seats twice.
+  const key = `seat-hold:${saleId}`;
+  let holdToken = await deps.redis.get(key);
+  const windowMs = request.paymentWindowMs ?? date.paymentWindowMinutes * 60_000;
+  if (!holdToken || !(await port.getHoldToken(holdToken))) {
+    holdToken = (await port.createHoldToken(minutesUntil(Date.now() + windowMs, Date.now()))).holdToken;
+    await deps.redis.set(key, holdToken, 'EX', 86_400);
+  }
+  try {
+    await port.hold({ eventKey, labels, holdToken });
+  } catch (error) {
+    if (!isSeatRefusal(error)) throw error;
+    await port.updateHoldTokenExpiry(holdToken, 0).catch(() => undefined);
+    reject('SEAT_NOT_AVAILABLE', 'seat_taken', 'A seat was taken by another buyer meanwhile', { seats: labels });
+  }
+  return { holdToken, created: true, eventKey };
+}
+
+export interface LatePaymentOutcome {
+  outcome: 'confirmed' | 'needs_refund' | 'already_confirmed';
+  status: SaleStatus;
+}
+
+export function createCheckoutActivities(deps: ActivityDeps) {
+  return {
+    /**
+     * Creates the sale and takes its stock in one transaction, or changes nothing and says why. Idempotent by sale
+     * id: a retry after a commit whose answer was lost returns the sale that exists.
+     */
+    async reserveSale(input: { saleId: string; request: ReserveRequest }): Promise<ReserveResult> {
+      const em = deps.orm.em.fork();
+      const existing = await em.findOne(Sale, { id: input.saleId }, ANY_TENANT);
+      if (existing) {
+        const items = await em.find(SaleItem, { sale: existing.id });
+        const seated = items.some((item) => (item.seats?.length ?? 0) > 0);
+        return seated ? { ...toReserved(existing), seated } : toReserved(existing);
+      }
+      let prepared = NO_SEATS;
+      try {
+        prepared = await prepareSeats(deps, input.saleId, input.request);
+        const request = { ...input.request, holdToken: prepared.holdToken ?? input.request.holdToken };
+        const sale = await em.transactional((tx) => reserveInTransaction(tx, input.saleId, request, new Date()));
+        if (!prepared.eventKey || !prepared.holdToken) return toReserved(sale);
+        const port = seatMap(deps);
+        if (sale.status === 'CONFIRMED') {
+          await port.book({
+            eventKey: prepared.eventKey,
+            labels: input.request.seats ?? [],
+            holdToken: prepared.holdToken,
+            orderId: sale.id,
+          });
+        } else if (sale.expiresAt) {
+          // The seats stay held for the order's window (and a minute more, so a last-second payment still books).
+          await port.updateHoldTokenExpiry(prepared.holdToken, minutesUntil(sale.expiresAt.getTime(), Date.now()));
+        }
+        return { ...toReserved(sale), seated: true };
+      } catch (error) {
+        if (error instanceof Rejected) {
+          if (prepared.created && prepared.holdToken) {
+            await seatMap(deps)
+              .updateHoldTokenExpiry(prepared.holdToken, 0)
+              .catch(() => undefined);
+          }
+          return error.rejection;
+        }
+        throw error;
+      }
+    },
+
+    /** The sale as it is now, for an execution resumed after the first one closed. */
+    async loadSaleSnapshot(saleId: string): Promise<ReservedSale> {
+      const sale = await deps.orm.em.fork().findOneOrFail(Sale, { id: saleId }, ANY_TENANT);
+      return toReserved(sale);
+    },
+
+    /** PENDING → CONFIRMED with the payment that paid it, and its tickets. A repeat finds it confirmed and does nothing. */
+    async confirmSale(input: {
+      saleId: string;
+      provider: 'GATEWAY_A' | 'GATEWAY_B';
+      paymentRef: string | null;
+      paymentStatus: string;
+    }): Promise<{ confirmed: boolean; status: SaleStatus }> {
+      const em = deps.orm.em.fork();
+      return em.transactional(async (tx) => {
+        const updated = await tx.execute<{ id: string }[]>(
+          `update sales set status = 'CONFIRMED', confirmed_at = now(), updated_at = now(), payment_provider = ?,
+             payment_ref = ?, payment_status = ?, decline_code = null
+           where id = ? and status = 'PENDING' returning id`,
+          [input.provider, input.paymentRef, input.paymentStatus, input.saleId],
+        );
+        if (updated.length > 0) {
+          await issueTickets(tx, input.saleId);
+          await appendSaleEvent(tx, 'sale.confirmed', input.saleId);
+          return { confirmed: true, status: 'CONFIRMED' as const };
+        }
+        const sale = await tx.findOneOrFail(Sale, { id: input.saleId }, ANY_TENANT);
+        return { confirmed: sale.status === 'CONFIRMED', status: sale.status };
+      });
+    },
+
+    /**
+     * PENDING → ABANDONED (expiry, buyer release) or CANCELLED (organizer cancel): the status change, the stock and
+     * the discount use go back together. A repeat changes nothing.
+     */
+    async closeUnpaidSale(input: {
+      saleId: string;
+      to: 'ABANDONED' | 'CANCELLED';
+      reason: string;
+    }): Promise<{ closed: boolean; status: SaleStatus; unitsReturned: number }> {
+      const em = deps.orm.em.fork();
+      return em.transactional(async (tx) => {
+        const updated = await tx.execute<{ discount_id: string | null }[]>(
+          `update sales set status = ?, closed_at = now(), updated_at = now(), failure_reason = coalesce(failure_reason, ?)
+            where id = ? and status = 'PENDING' returning discount_id`,
+          [input.to, input.reason, input.saleId],
+        );
+        const row = updated[0];
+        if (!row) {
+          const sale = await tx.findOneOrFail(Sale, { id: input.saleId }, ANY_TENANT);
+          return { closed: false, status: sale.status, unitsReturned: 0 };
+        }
+        const unitsReturned = await releaseStock(tx, input.saleId);
+        if (row.discount_id) {
+          await tx.execute('update discounts set uses = uses - 1 where id = ? and uses > 0', [row.discount_id]);
+        }
+        return { closed: true, status: input.to, unitsReturned };
+      });
+    },
+
+    /**
+     * An approved payment for a sale that already left PENDING unpaid. If the stock can be taken again the sale is
+     * confirmed; otherwise the caller refunds. A CANCELLED sale stays cancelled: the organizer's decision stands.
+     */
+    async confirmLatePayment(input: {
+      saleId: string;
+      provider: 'GATEWAY_A' | 'GATEWAY_B';
+      paymentRef: string | null;
+      paymentStatus: string;
+    }): Promise<LatePaymentOutcome> {
+      const em = deps.orm.em.fork();
+      class NoStock extends Error {}
+      const seats = await seatsOfSale(deps, input.saleId);
+      if (seats) {
+        const state = await em.findOne(Sale, { id: input.saleId }, ANY_TENANT);
+        if (state?.status === 'ABANDONED') {
+          // The seats went back on sale when the sale closed; they are the sale's again only if still free.
+          try {
+            await seatMap(deps).book({
+              eventKey: seats.eventKey,
+              labels: seats.labels,
+              holdToken: null,
+              orderId: input.saleId,
+            });
+          } catch (error) {
+            if (isSeatRefusal(error)) return { outcome: 'needs_refund', status: 'ABANDONED' };
+            throw error;
+          }
+        }
+      }
+      try {
+        return await em.transactional(async (tx) => {
+          const rows = await tx.execute<{ status: SaleStatus }[]>('select status from sales where id = ? for update', [
+            input.saleId,
+          ]);
+          const status = rows[0]?.status;
+          if (status === 'CONFIRMED') return { outcome: 'already_confirmed' as const, status };
+          if (status !== 'ABANDONED') return { outcome: 'needs_refund' as const, status: status ?? 'ABANDONED' };
+          const items = await tx.find(SaleItem, { sale: input.saleId });
+          for (const item of items) {
+            const taken = await takeStock(tx, {
+              saleId: input.saleId,
+              ticketTypeId: item.ticketType,
+              quantity: item.quantity,
+            });
+            if (!taken) throw new NoStock();
+          }
+          await tx.execute(
+            `update sales set status = 'CONFIRMED', confirmed_at = now(), updated_at = now(), payment_provider = ?,
+               payment_ref = ?, payment_status = ?, closed_at = null where id = ?`,
+            [input.provider, input.paymentRef, input.paymentStatus, input.saleId],
+          );
+          await issueTickets(tx, input.saleId);
+          await appendSaleEvent(tx, 'sale.confirmed', input.saleId);
+          return { outcome: 'confirmed' as const, status: 'CONFIRMED' as const };
+        });
+      } catch (error) {
+        if (error instanceof NoStock) return { outcome: 'needs_refund', status: 'ABANDONED' };
+        throw error;
+      }
+    },
+
+    /** The latest word from the gateway on the sale's projection (raw status, decline code). */
+    async recordPaymentStatus(input: {
+      saleId: string;
+      paymentStatus: string;
+      declineCode: string | null;
+      provider: 'GATEWAY_A' | 'GATEWAY_B' | null;
+    }): Promise<void> {
+      await deps.orm.em
+        .fork()
+        .execute(
+          'update sales set payment_status = ?, decline_code = ?, payment_provider = coalesce(?, payment_provider), updated_at = now() where id = ?',
+          [input.paymentStatus, input.declineCode, input.provider, input.saleId],
+        );
+    },
+
+    /** Appends to the sale's payment history; a notification seen before (same dedupe key) is reported as a duplicate. */
+    async recordAttempt(input: {
+      saleId: string;
+      gateway: 'GATEWAY_A' | 'GATEWAY_B';
+      kind: 'OPEN' | 'CARD' | 'PSE' | 'NOTIFICATION' | 'STATUS_CHECK' | 'REFUND' | 'LATE_PAYMENT';
+      providerPaymentId: string | null;
+      status: string | null;
+      statusDetail: string | null;
+      amount: number | null;
+      dedupeKey: string | null;
+      note: string | null;
+    }): Promise<{ duplicate: boolean }> {
+      const rows = await deps.orm.em.fork().execute<{ id: string }[]>(
+        `insert into payment_attempts (id, sale_id, gateway, kind, provider_payment_id, status, status_detail, amount, dedupe_key, note, created_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now()) on conflict (dedupe_key) do nothing returning id`,
+        [
+          newId(),
+          input.saleId,
+          input.gateway,
+          input.kind,
+          input.providerPaymentId,
+          input.status?.slice(0, 60) ?? null,
+          input.statusDetail?.slice(0, 120) ?? null,
+          input.amount,
+          input.dedupeKey,
+          input.note?.slice(0, 300) ?? null,
+        ],
+      );
+      return { duplicate: rows.length === 0 };
+    },
+  };
+}
+
+export type CheckoutActivities = ReturnType<typeof createCheckoutActivities>;

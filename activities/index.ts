@@ -1,0 +1,26 @@
+import { createBuyerAuthActivities } from './buyer-auth.js';
+import { createCheckoutActivities } from './checkout.js';
+import type { ActivityDeps } from './deps.js';
+import { createHealthActivities } from './health.js';
+import { createPaymentActivities } from './payments.js';
+import { createSalesOpsActivities } from './sales-ops.js';
+import { createSeatActivities } from './seats.js';
+import { createTicketOpsActivities } from './ticket-ops.js';
+import { createTicketActivities } from './tickets.js';
+import { createWebhookActivities } from './webhooks.js';
+
+/** All activities, built once per worker with its clients (the dependency-injection pattern of Temporal's samples). */
+export function createActivities(deps: ActivityDeps) {
+  return {
+    ...createHealthActivities(deps),
+    ...createBuyerAuthActivities(deps),
+    ...createCheckoutActivities(deps),
+    ...createPaymentActivities(deps),
+    ...createTicketActivities(deps),
+    ...createSalesOpsActivities(deps),
+    ...createSeatActivities(deps),
+    ...createTicketOpsActivities(deps),
+    ...createWebhookActivities(deps),
+  };
+}
+export type Activities = ReturnType<typeof createActivities>;

@@ -1,0 +1,222 @@
+import { createHash } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/activity';
+import { isCurrencyCode, toMajorUnits } from '../domain/money.js';
+import { Event, Sale, Workspace } from '../entities/index.js';
+import type {
+  CardChargeRequest,
+  Gateway,
+  PaymentConfiguration,
+  PaymentNotification,
+} from '../workflows/definitions.js';
+import type { ActivityDeps } from './deps.js';
+
+const ANY_TENANT = { filters: { tenant: false } } as const;
+const INCLUDING_DELETED = { filters: { tenant: false, notDeleted: false } } as const;
+
+/** What the gateway says about a sale's payment, after re-reading it from the gateway's own API. */
+export interface PaymentVerdict {
+  gateway: Gateway;
+  outcome: 'approved' | 'rejected' | 'pending' | 'refunded' | 'unknown';
+  providerPaymentId: string | null;
+  rawStatus: string;
+  statusDetail: string | null;
+  /** True when the payment's reference, amount or currency do not match the sale: never confirm on it. */
+  mismatch: boolean;
+}
+
+const GATEWAY_A_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
+  approved: 'approved',
+  authorized: 'pending',
+  pending: 'pending',
+  in_process: 'pending',
+  in_mediation: 'pending',
+  rejected: 'rejected',
+  cancelled: 'rejected',
+  refunded: 'refunded',
+  charged_back: 'refunded',
+};
+
+const GATEWAY_B_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
+  APPROVED: 'approved',
+  PENDING: 'pending',
+  PROCESSING: 'pending',
+  REJECTED: 'rejected',
+  FAILED: 'rejected',
+  VOIDED: 'refunded',
+  NO_TRANSACTION_FOUND: 'unknown',
+};
+
+/** Gateway choice is the server's (contract 4.3): gateway B for LEGEND workspaces on the allowlist, A otherwise. */
+export const gatewayFor = (workspace: { plan: string; gatewayBAllowlisted: boolean }): Gateway =>
+  workspace.plan === 'LEGEND' && workspace.gatewayBAllowlisted ? 'GATEWAY_B' : 'GATEWAY_A';
+
+export function createPaymentActivities(deps: ActivityDeps) {
+  const { gatewayA, gatewayB } = deps.providers;
+  const origin = deps.env.PUBLIC_ORIGIN.replace(/\/$/, '');
+  const notificationUrl = `${(deps.env.GATEWAY_NOTIFICATION_ORIGIN ?? origin).replace(/\/$/, '')}/api/v1/webhooks/gateway-a`;
+  const returnUrlFor = (saleId: string) => `${origin}/api/v1/customer/orders/${saleId}/payment/return`;
+
+  async function loadSale(saleId: string) {
+    const em = deps.orm.em.fork();
+    const sale = await em.findOneOrFail(Sale, { id: saleId }, ANY_TENANT);
+    const event = await em.findOneOrFail(Event, { id: sale.event }, INCLUDING_DELETED);
+    const workspace = await em.findOneOrFail(Workspace, { id: sale.workspace });
+    if (!isCurrencyCode(sale.currency)) throw ApplicationFailure.nonRetryable(`unsupported currency ${sale.currency}`);
+    return { sale, event, workspace, currency: sale.currency };
+  }
+
+  return {
+    /** Which gateway this sale pays through and whether the event allows it; no I/O to a gateway. */
+    async choosePaymentRail(
+      saleId: string,
+    ): Promise<{ gateway: Gateway; gatewayBOnly: boolean; eligibleForB: boolean }> {
+      const { event, workspace } = await loadSale(saleId);
+      const eligibleForB = gatewayFor(workspace) === 'GATEWAY_B';
+      return {
+        gateway: event.gatewayBOnly || eligibleForB ? 'GATEWAY_B' : 'GATEWAY_A',
+        gatewayBOnly: event.gatewayBOnly,
+        eligibleForB,
+      };
+    },
+
+    /** The payment configuration the buyer's browser mounts; amounts are re-read from the sale on every call. */
+    async buildPaymentConfiguration(input: {
+      saleId: string;
+      gateway: Gateway;
+      expiresAtMs: number;
+    }): Promise<PaymentConfiguration> {
+      const { sale, event, currency } = await loadSale(input.saleId);
+      const amount = toMajorUnits(sale.total, currency);
+      if (input.gateway === 'GATEWAY_A') {
+        return {
+          gateway: 'GATEWAY_A',
+          publicKey: gatewayA.publicKey,
+          amount,
+          currency,
+          reference: sale.reference,
+          payerEmail: sale.buyerEmail,
+        };
+      }
+      const wholePesos = Math.round(amount);
+      return {
+        gateway: 'GATEWAY_B',
+        orderId: sale.reference,
+        amount: wholePesos,
+        currency,
+        apiKey: gatewayB.apiKey,
+        integritySignature: gatewayB.integritySignature({ orderId: sale.reference, amount: wholePesos, currency }),
+        renderMode: gatewayB.renderMode,
+        redirectionUrl: sale.returnUrl ?? returnUrlFor(sale.id),
+        description: `${event.name} · ${sale.reference}`.slice(0, 100),
+        // Epoch nanoseconds, as gateway B expects. ms × 10⁶ has at most 13 significant digits, so it prints exactly.
+        expirationDate: input.expiresAtMs * 1_000_000,
+      };
+    },
+
+    /** Charges a gateway A card token. The idempotency key ties the charge to this sale and token, so a retried
+     *  activity can never charge twice. */
+    async chargeCard(input: { saleId: string; request: CardChargeRequest }) {
+      const { sale, event, currency } = await loadSale(input.saleId);
+      const tokenDigest = createHash('sha256').update(input.request.cardToken).digest('hex').slice(0, 24);
+      return gatewayA.chargeCard({
+        idempotencyKey: `card-${sale.id}-${tokenDigest}`,
+        cardToken: input.request.cardToken,
+        paymentMethodId: input.request.paymentMethodId,
+        installments: input.request.installments,
+        amount: sale.total,
+        currency,
+        description: `${event.name} · ${sale.reference}`.slice(0, 100),
+        reference: sale.reference,
+        payerEmail: sale.buyerEmail,
+        notificationUrl,
+      });
+    },
+
+    async openPsePayment(input: {
+      saleId: string;
+      expiresAtMs: number;
+    }): Promise<{ preferenceId: string; redirectUrl: string }> {
+      const { sale, event, currency } = await loadSale(input.saleId);
+      return gatewayA.createPsePreference({
+        idempotencyKey: `pse-${sale.id}`,
+        amount: sale.total,
+        currency,
+        title: `${event.name} · ${sale.reference}`.slice(0, 100),
+        reference: sale.reference,
+        payerEmail: sale.buyerEmail,
+        notificationUrl,
+        returnUrl: returnUrlFor(sale.id),
+        expiresAt: new Date(input.expiresAtMs),
+      });
+    },
+
+    /**
+     * Re-reads a payment from the gateway's API. A notification only says "look again"; what counts is the
+     * gateway's own record, and only when it names this sale with its exact amount and currency.
+     */
+    async readPayment(input: { saleId: string; notification: PaymentNotification }): Promise<PaymentVerdict> {
+      const { sale } = await loadSale(input.saleId);
+      if (input.notification.gateway === 'GATEWAY_A') {
+        const candidates = input.notification.providerPaymentId
+          ? [await gatewayA.getPayment(input.notification.providerPaymentId)]
+          : await gatewayA.findPaymentsByReference(sale.reference);
+        const payment = candidates.find((p) => p.status === 'approved') ?? candidates[candidates.length - 1] ?? null;
+        if (!payment) {
+          return {
+            gateway: 'GATEWAY_A',
+            outcome: 'unknown',
+            providerPaymentId: null,
+            rawStatus: 'not_found',
+            statusDetail: null,
+            mismatch: false,
+          };
+        }
+        const mismatch =
+          payment.externalReference !== sale.reference ||
+          payment.amount !== sale.total ||
+          payment.currency !== sale.currency;
+        return {
+          gateway: 'GATEWAY_A',
+          outcome: GATEWAY_A_OUTCOME[payment.status] ?? 'unknown',
+          providerPaymentId: payment.id,
+          rawStatus: payment.status,
+          statusDetail: payment.statusDetail,
+          mismatch,
+        };
+      }
+      const transaction = await gatewayB.paymentStatus(sale.reference);
+      const mismatch =
+        transaction.amount !== null &&
+        (transaction.amount !== sale.total || (transaction.currency ?? sale.currency) !== sale.currency);
+      return {
+        gateway: 'GATEWAY_B',
+        outcome: GATEWAY_B_OUTCOME[transaction.status] ?? 'unknown',
+        providerPaymentId: transaction.transactionId,
+        rawStatus: transaction.status,
+        statusDetail: null,
+        mismatch,
+      };
+    },
+
+    /** Returns an approved payment to the buyer. Idempotent per payment: the gateway sees the same key on retries. */
+    async refundPayment(input: { saleId: string; gateway: Gateway; providerPaymentId: string | null; reason: string }) {
+      const { sale } = await loadSale(input.saleId);
+      if (input.gateway === 'GATEWAY_A') {
+        if (!input.providerPaymentId) throw ApplicationFailure.nonRetryable('gateway A refund needs the payment id');
+        const refund = await gatewayA.refund({
+          paymentId: input.providerPaymentId,
+          idempotencyKey: `refund-${sale.id}-${input.providerPaymentId}`,
+        });
+        return { status: refund.status, refundId: refund.refundId };
+      }
+      const voided = await gatewayB.void({
+        orderId: sale.reference,
+        transactionId: input.providerPaymentId,
+        idempotencyKey: `void-${sale.id}`,
+      });
+      return { status: voided.status, refundId: null };
+    },
+  };
+}
+
+export type PaymentActivities = ReturnType<typeof createPaymentActivities>;

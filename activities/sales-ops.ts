@@ -1,0 +1,382 @@
+/**
+ * Steps of the organizer's sale operations: cancellation (`workflows/cancellation.ts`) and refund
+ * (`workflows/refund.ts`). Every step that changes a sale is one transaction that first locks the sale row, so a
+ * cancel, a refund and a door check-in of the same sale are serialized; every change is conditional on the status it
+ * expects, so a retried step changes nothing.
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { LivePaymentStatus, SaleStatus } from '../domain/sale-state.js';
+import { newId } from '../entities/ids.js';
+import { releaseStock } from '../entities/stock.js';
+import { checkoutWorkflowId, type Gateway, type ReleaseResult, releaseUpdate } from '../workflows/definitions.js';
+import type { ActivityDeps } from './deps.js';
+import { appendSaleEvent } from './outbox.js';
+
+interface SaleRow {
+  id: string;
+  status: SaleStatus;
+  reference: string;
+  payment_provider: Gateway | null;
+  payment_ref: string | null;
+  payment_status: string | null;
+  discount_id: string | null;
+}
+
+async function lockSale(tx: EntityManager, saleId: string): Promise<SaleRow | null> {
+  const rows = await tx.execute<SaleRow[]>(
+    `select id, status, reference, payment_provider, payment_ref, payment_status, discount_id
+       from sales where id = ? for update`,
+    [saleId],
+  );
+  return rows[0] ?? null;
+}
+
+async function usedTickets(
+  em: EntityManager,
+  saleId: string,
+): Promise<{ count: number; lastCheckedInAt: string | null }> {
+  const rows = await em.execute<{ count: string; last: Date | null }[]>(
+    `select count(*) as count, max(checked_in_at) as last from tickets where sale_id = ? and status = 'USED'`,
+    [saleId],
+  );
+  const row = rows[0];
+  return { count: Number(row?.count ?? 0), lastCheckedInAt: row?.last ? new Date(row.last).toISOString() : null };
+}
+
+/** A sale was paid through a gateway when a gateway payment confirmed it; complimentary and box-office sales were not. */
+const paidThroughGateway = (sale: Pick<SaleRow, 'payment_provider' | 'payment_ref'>): boolean =>
+  sale.payment_provider !== null && sale.payment_ref !== null;
+
+async function recordRefundAttempt(
+  em: EntityManager,
+  input: {
+    saleId: string;
+    gateway: Gateway;
+    providerPaymentId: string | null;
+    status: string;
+    dedupeKey: string;
+    note: string;
+  },
+): Promise<void> {
+  await em.execute(
+    `insert into payment_attempts (id, sale_id, gateway, kind, provider_payment_id, status, status_detail, amount, dedupe_key, note, created_at)
+     select ?, s.id, ?, 'REFUND', ?, ?, null, s.total, ?, ?, now() from sales s where s.id = ?
+     on conflict (dedupe_key) do nothing`,
+    [
+      newId(),
+      input.gateway,
+      input.providerPaymentId,
+      input.status.slice(0, 60),
+      input.dedupeKey,
+      input.note.slice(0, 300),
+      input.saleId,
+    ],
+  );
+}
+
+export interface CancelInspection {
+  found: boolean;
+  status: SaleStatus | null;
+  ticketsUsed: number;
+  lastCheckedInAt: string | null;
+  /** The gateway a payment was started with (PENDING) or paid through (CONFIRMED); null: none started. */
+  paymentGateway: Gateway | null;
+  paidThroughGateway: boolean;
+}
+
+export type RefundPreparation =
+  | { state: 'ready'; gateway: Gateway; paymentRef: string; reference: string }
+  | { state: 'already_refunded'; gateway: Gateway | null }
+  | {
+      state: 'rejected';
+      code: 'NOT_FOUND' | 'SALE_NOT_REFUNDABLE' | 'SALE_ALREADY_CHECKED_IN';
+      message: string;
+      details: Record<string, unknown>;
+    };
+
+export function createSalesOpsActivities(deps: ActivityDeps) {
+  const { gatewayA, gatewayB } = deps.providers;
+
+  return {
+    /** What the cancel rules need to know about a sale, read in one go. */
+    async inspectSaleForCancel(saleId: string): Promise<CancelInspection> {
+      const em = deps.orm.em.fork();
+      const rows = await em.execute<SaleRow[]>(
+        `select id, status, reference, payment_provider, payment_ref, payment_status, discount_id from sales where id = ?`,
+        [saleId],
+      );
+      const sale = rows[0];
+      if (!sale) {
+        return {
+          found: false,
+          status: null,
+          ticketsUsed: 0,
+          lastCheckedInAt: null,
+          paymentGateway: null,
+          paidThroughGateway: false,
+        };
+      }
+      const used = await usedTickets(em, saleId);
+      let gateway = sale.payment_provider;
+      if (gateway === null) {
+        const attempts = await em.execute<{ gateway: Gateway }[]>(
+          'select gateway from payment_attempts where sale_id = ? order by created_at desc, id desc limit 1',
+          [saleId],
+        );
+        gateway = attempts[0]?.gateway ?? null;
+      }
+      return {
+        found: true,
+        status: sale.status,
+        ticketsUsed: used.count,
+        lastCheckedInAt: used.lastCheckedInAt,
+        paymentGateway: gateway,
+        paidThroughGateway: paidThroughGateway(sale),
+      };
+    },
+
+    /**
+     * Gateway B's live status of a PENDING sale's payment (contract part 3, rules 2–3), read now from the gateway.
+     * Never throws: a gateway that cannot be read is `unreadable`, which the rules treat like an open payment.
+     */
+    async readLivePaymentStatus(saleId: string): Promise<{ live: LivePaymentStatus; rawStatus: string | null }> {
+      const em = deps.orm.em.fork();
+      const rows = await em.execute<{ reference: string }[]>('select reference from sales where id = ?', [saleId]);
+      const reference = rows[0]?.reference;
+      if (!reference) return { live: 'unreadable', rawStatus: null };
+      try {
+        const transaction = await gatewayB.paymentStatus(reference);
+        const status = String(transaction.status).toUpperCase();
+        if (status === 'APPROVED') return { live: 'approved', rawStatus: status };
+        if (status === 'REJECTED' || status === 'FAILED' || status === 'VOIDED')
+          return { live: 'declined', rawStatus: status };
+        // PENDING, PROCESSING, or NO_TRANSACTION_FOUND while the button configuration is still payable.
+        return { live: 'open', rawStatus: status };
+      } catch (error) {
+        Context.current().log.warn('gateway B status unreadable', { saleId, error: String(error) });
+        return { live: 'unreadable', rawStatus: null };
+      }
+    },
+
+    /**
+     * Cancels a PENDING sale through its checkout workflow (update `release`, reason organizer_cancel). The checkout
+     * serializes it with payment notifications, so a cancel racing a payment ends in exactly one outcome: the sale is
+     * either confirmed (this returns CONFIRMED) or cancelled (a payment that arrives later is refunded there). The
+     * update id is tied to this cancellation run, so a retried activity gets the first answer, not a second cancel.
+     */
+    async cancelPendingThroughCheckout(input: {
+      saleId: string;
+      acknowledgeOpenPayment: boolean;
+    }): Promise<ReleaseResult> {
+      const info = Context.current().info;
+      const handle = deps.temporal.workflow.getHandle(checkoutWorkflowId(input.saleId));
+      try {
+        return await handle.executeUpdate(releaseUpdate, {
+          args: [{ reason: 'organizer_cancel', acknowledgeOpenPayment: input.acknowledgeOpenPayment }],
+          updateId: `organizer-cancel/${info.workflowExecution?.runId ?? info.activityId}`,
+        });
+      } catch (error) {
+        if (error instanceof WorkflowNotFoundError) {
+          return { ok: false, code: 'INVALID_STATE', message: 'The sale has no running checkout; it is not PENDING' };
+        }
+        throw error;
+      }
+    },
+
+    /**
+     * CONFIRMED → CANCELLED for a sale that was never paid through a gateway (complimentary, box office): the status,
+     * the tickets (INVALID), the stock and the discount use change together, or nothing changes.
+     */
+    async cancelConfirmedSale(input: {
+      saleId: string;
+      reason: string | null;
+    }): Promise<
+      | { ok: true; changed: boolean; status: SaleStatus }
+      | { ok: false; code: 'INVALID_STATE' | 'SALE_ALREADY_CHECKED_IN' | 'REFUND_REQUIRED'; status: SaleStatus | null }
+    > {
+      const em = deps.orm.em.fork();
+      return em.transactional(async (tx) => {
+        const sale = await lockSale(tx, input.saleId);
+        if (!sale) return { ok: false as const, code: 'INVALID_STATE' as const, status: null };
+        if (sale.status === 'CANCELLED') return { ok: true as const, changed: false, status: sale.status };
+        if (sale.status !== 'CONFIRMED')
+          return { ok: false as const, code: 'INVALID_STATE' as const, status: sale.status };
+        if ((await usedTickets(tx, input.saleId)).count > 0) {
+          return { ok: false as const, code: 'SALE_ALREADY_CHECKED_IN' as const, status: sale.status };
+        }
+        if (paidThroughGateway(sale))
+          return { ok: false as const, code: 'REFUND_REQUIRED' as const, status: sale.status };
+        await tx.execute(
+          `update sales set status = 'CANCELLED', closed_at = now(), updated_at = now(),
+             failure_reason = coalesce(?, 'cancelled by the organizer') where id = ? and status = 'CONFIRMED'`,
+          [input.reason, input.saleId],
+        );
+        await tx.execute(
+          `update tickets set status = 'INVALID', updated_at = now() where sale_id = ? and status <> 'INVALID'`,
+          [input.saleId],
+        );
+        await releaseStock(tx, input.saleId);
+        if (sale.discount_id) {
+          await tx.execute('update discounts set uses = uses - 1 where id = ? and uses > 0', [sale.discount_id]);
+        }
+        return { ok: true as const, changed: true, status: 'CANCELLED' as const };
+      });
+    },
+
+    /**
+     * Checks that a refund is allowed and stops admission while it runs: the sale is locked, its VALID tickets become
+     * INVALID (so nobody enters on a ticket whose money is going back), and the request is recorded. Idempotent.
+     */
+    async prepareRefund(input: { saleId: string; force: boolean; reason: string }): Promise<RefundPreparation> {
+      const em = deps.orm.em.fork();
+      return em.transactional(async (tx): Promise<RefundPreparation> => {
+        const sale = await lockSale(tx, input.saleId);
+        if (!sale) return { state: 'rejected', code: 'NOT_FOUND', message: 'Sale not found', details: {} };
+        if (sale.status === 'REFUNDED') return { state: 'already_refunded', gateway: sale.payment_provider };
+        if (sale.status !== 'CONFIRMED') {
+          return {
+            state: 'rejected',
+            code: 'SALE_NOT_REFUNDABLE',
+            message: `Only CONFIRMED sales can be refunded; this sale is ${sale.status}`,
+            details: { reason: 'not_confirmed', status: sale.status },
+          };
+        }
+        if (!paidThroughGateway(sale) || sale.payment_provider === null || sale.payment_ref === null) {
+          return {
+            state: 'rejected',
+            code: 'SALE_NOT_REFUNDABLE',
+            message:
+              'This sale was not paid through a gateway (complimentary or box office): there is no payment to return; cancel it instead',
+            details: { reason: 'no_gateway_payment', paymentStatus: sale.payment_status },
+          };
+        }
+        const used = await usedTickets(tx, input.saleId);
+        if (used.count > 0 && !input.force) {
+          return {
+            state: 'rejected',
+            code: 'SALE_ALREADY_CHECKED_IN',
+            message: 'A ticket of this sale was used at the door; send force: true to refund it anyway',
+            details: { usedTickets: used.count, checkedInAt: used.lastCheckedInAt },
+          };
+        }
+        await tx.execute(
+          `update tickets set status = 'INVALID', updated_at = now() where sale_id = ? and status = 'VALID'`,
+          [input.saleId],
+        );
+        await recordRefundAttempt(tx, {
+          saleId: input.saleId,
+          gateway: sale.payment_provider,
+          providerPaymentId: sale.payment_ref,
+          status: 'requested',
+          dedupeKey: `refund-request:${input.saleId}`,
+          note: `refund requested by the organizer: ${input.reason}`,
+        });
+        return {
+          state: 'ready',
+          gateway: sale.payment_provider,
+          paymentRef: sale.payment_ref,
+          reference: sale.reference,
+        };
+      });
+    },
+
+    /**
+     * Asks the sale's gateway to return the money and succeeds only once the gateway confirms it. Never issues a
+     * second refund: the gateway's own record is read first (already refunded → done), and the request carries the
+     * idempotency key `refund-<saleId>`, so a retry after a lost answer gets the first refund back.
+     */
+    async refundAtGateway(input: {
+      saleId: string;
+      gateway: Gateway;
+      paymentRef: string;
+      reference: string;
+    }): Promise<{ status: string; refundId: string | null }> {
+      const idempotencyKey = `refund-${input.saleId}`;
+      if (input.gateway === 'GATEWAY_A') {
+        const payment = await gatewayA.getPayment(input.paymentRef);
+        if (payment.status === 'refunded') return { status: 'refunded', refundId: null };
+        const refund = await gatewayA.refund({ paymentId: input.paymentRef, idempotencyKey });
+        if (refund.status !== 'approved' && refund.status !== 'refunded') {
+          throw ApplicationFailure.retryable(
+            `gateway A has not confirmed refund ${refund.refundId} yet (${refund.status})`,
+          );
+        }
+        return { status: 'refunded', refundId: refund.refundId };
+      }
+      const transaction = await gatewayB.paymentStatus(input.reference);
+      if (String(transaction.status).toUpperCase() === 'VOIDED') return { status: 'VOIDED', refundId: null };
+      const voided = await gatewayB.void({ orderId: input.reference, transactionId: input.paymentRef, idempotencyKey });
+      if (voided.status !== 'VOID_APPROVED' && voided.status !== 'VOIDED') {
+        throw ApplicationFailure.retryable(`gateway B has not confirmed the void yet (${voided.status})`);
+      }
+      return { status: 'VOIDED', refundId: null };
+    },
+
+    /**
+     * Records a refund the gateway confirmed, in one transaction: CONFIRMED → REFUNDED, every ticket INVALID, the
+     * stock back, the REFUND payment attempt and the `sale.refunded` outbox event. A repeat changes nothing.
+     */
+    async completeRefund(input: {
+      saleId: string;
+      gateway: Gateway;
+      paymentRef: string;
+      gatewayStatus: string;
+      refundId: string | null;
+      reason: string;
+    }): Promise<{ changed: boolean; status: SaleStatus }> {
+      const em = deps.orm.em.fork();
+      return em.transactional(async (tx) => {
+        const sale = await lockSale(tx, input.saleId);
+        if (!sale) throw ApplicationFailure.nonRetryable(`sale ${input.saleId} disappeared`);
+        if (sale.status !== 'CONFIRMED') return { changed: false, status: sale.status };
+        await tx.execute(
+          `update sales set status = 'REFUNDED', closed_at = now(), updated_at = now(), payment_status = ?,
+             failure_reason = ? where id = ? and status = 'CONFIRMED'`,
+          [input.gatewayStatus, `refunded: ${input.reason}`.slice(0, 300), input.saleId],
+        );
+        await tx.execute(
+          `update tickets set status = 'INVALID', updated_at = now() where sale_id = ? and status <> 'INVALID'`,
+          [input.saleId],
+        );
+        await releaseStock(tx, input.saleId);
+        await recordRefundAttempt(tx, {
+          saleId: input.saleId,
+          gateway: input.gateway,
+          providerPaymentId: input.refundId ?? input.paymentRef,
+          status: input.gatewayStatus,
+          dedupeKey: `refund:${input.saleId}`,
+          note: `refund confirmed by the gateway: ${input.reason}`,
+        });
+        await appendSaleEvent(tx, 'sale.refunded', input.saleId, { reason: input.reason });
+        return { changed: true, status: 'REFUNDED' as const };
+      });
+    },
+
+    /** Compensation when the gateway refused the refund for good: the tickets the refund had stopped are valid again. */
+    async reinstateTicketsAfterFailedRefund(input: { saleId: string; message: string }): Promise<void> {
+      const em = deps.orm.em.fork();
+      await em.transactional(async (tx) => {
+        const sale = await lockSale(tx, input.saleId);
+        if (sale?.status !== 'CONFIRMED') return;
+        await tx.execute(
+          `update tickets set status = 'VALID', updated_at = now() where sale_id = ? and status = 'INVALID' and checked_in_at is null`,
+          [input.saleId],
+        );
+        if (sale.payment_provider) {
+          await recordRefundAttempt(tx, {
+            saleId: input.saleId,
+            gateway: sale.payment_provider,
+            providerPaymentId: sale.payment_ref,
+            status: 'refused',
+            dedupeKey: `refund-refused:${input.saleId}:${newId()}`,
+            note: `the gateway refused the refund: ${input.message}`,
+          });
+        }
+      });
+    },
+  };
+}
+
+export type SalesOpsActivities = ReturnType<typeof createSalesOpsActivities>;

@@ -1,0 +1,90 @@
+import { randomUUID } from 'node:crypto';
+import cookie from '@fastify/cookie';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { REDACTED_PATHS } from '../config/logger.js';
+import { authPlugin } from './plugins/auth.js';
+import { customerAuthPlugin } from './plugins/customer-auth.js';
+import { errorsPlugin } from './plugins/errors.js';
+import { idempotencyPlugin } from './plugins/idempotency.js';
+import { registerOpenApi } from './plugins/openapi.js';
+import { publicRateLimitPlugin } from './plugins/rate-limit.js';
+import { healthRoutes } from './routes/health.js';
+import { publicRoutes } from './routes/public/index.js';
+import { organizerRoutes } from './routes/v1/index.js';
+import { wellKnownRoutes } from './routes/well-known.js';
+import type { ApiServices } from './services.js';
+
+export const API_V1_PREFIX = '/api/v1';
+export const PUBLIC_PREFIX = '/api/public';
+export const B2B_API_VERSION = '1.16.1';
+export const PUBLIC_API_VERSION = '0.9.0';
+
+const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{8,128}$/;
+
+/** Builds the whole HTTP application. Tests build it too and drive it with `inject` or a real port. */
+export async function buildApp(
+  services: ApiServices,
+  options: { logger?: FastifyServerOptions['logger'] } = {},
+): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? {
+      level: services.env.LOG_LEVEL,
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    },
+    bodyLimit: services.env.MAX_BODY_BYTES,
+    trustProxy: services.env.TRUST_PROXY,
+    requestIdHeader: false,
+    // A caller's own request id is kept (so logs correlate across systems) when it looks like one.
+    genReqId: (request) => {
+      const sent = request.headers['x-request-id'];
+      return typeof sent === 'string' && REQUEST_ID_PATTERN.test(sent) ? sent : randomUUID();
+    },
+    routerOptions: { ignoreTrailingSlash: true },
+    forceCloseConnections: 'idle',
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  await app.register(errorsPlugin);
+  await app.register(cookie);
+  await app.register(authPlugin, services);
+  await app.register(customerAuthPlugin);
+  await app.register(idempotencyPlugin, services);
+
+  await app.register(healthRoutes, services);
+  await app.register(wellKnownRoutes, services);
+
+  await app.register(async (v1) => {
+    await registerOpenApi(v1, {
+      prefix: API_V1_PREFIX,
+      title: 'Ticketing organizer API',
+      version: B2B_API_VERSION,
+      description: 'Organizer (B2B) API and headless customer purchase endpoints.',
+      securitySchemes: true,
+    });
+    await v1.register(organizerRoutes, { prefix: API_V1_PREFIX, services });
+  });
+
+  await app.register(async (publicApi) => {
+    // First in the scope, so every public route (docs included) is behind the per-IP limit (contract 4.18, 8).
+    await publicApi.register(publicRateLimitPlugin, {
+      redis: services.redis,
+      limit: services.env.PUBLIC_RATE_LIMIT_PER_MINUTE,
+    });
+    await registerOpenApi(publicApi, {
+      prefix: PUBLIC_PREFIX,
+      title: 'Ticketing public storefront API',
+      version: PUBLIC_API_VERSION,
+      description: 'Public catalog, availability and anonymous orders. No API key; strict per-IP rate limit.',
+      securitySchemes: false,
+    });
+    await publicApi.register(publicRoutes, { prefix: PUBLIC_PREFIX, services });
+  });
+
+  return app;
+}

@@ -1,0 +1,150 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { z } from 'zod';
+import { parseSaleReference } from '../../domain/codes.js';
+import { AppError } from '../../domain/errors.js';
+import { publicOrderView, SALE_STATUSES, TICKET_STATUSES } from '../../domain/sale-state.js';
+import { isUuid } from '../../entities/ids.js';
+import { Sale, SaleItem, Ticket } from '../../entities/index.js';
+import type { ISale } from '../../entities/sale.js';
+
+const ANY_TENANT = { filters: { tenant: false } } as const;
+
+export const SaleItemSchema = z
+  .object({
+    id: z.string(),
+    ticketTypeId: z.string(),
+    ticketTypeName: z.string(),
+    quantity: z.number().int(),
+    unitPrice: z.number().int(),
+    unitServiceFee: z.number().int(),
+    unitIva: z.number().int(),
+    seats: z.array(z.string()).nullable(),
+  })
+  .meta({ id: 'SaleItem' });
+
+export const TicketSummarySchema = z
+  .object({
+    id: z.string(),
+    code: z.string(),
+    status: z.enum(TICKET_STATUSES),
+    ticketTypeId: z.string(),
+    seatLabel: z.string().nullable(),
+    checkedInAt: z.string().nullable(),
+  })
+  .meta({ id: 'TicketSummary' });
+
+/** The contract's Sale (part 2), plus items when fetched by id. Amounts are integer minor units. */
+export const SaleSchema = z
+  .object({
+    id: z.string(),
+    reference: z.string(),
+    status: z.enum(SALE_STATUSES),
+    channel: z.string(),
+    subtotal: z.number().int(),
+    discountAmount: z.number().int(),
+    serviceFee: z.number().int(),
+    iva: z.number().int(),
+    total: z.number().int(),
+    currency: z.string(),
+    buyerName: z.string(),
+    buyerEmail: z.string(),
+    buyerPhone: z.string().nullable(),
+    buyerDocumentType: z.string().nullable(),
+    buyerDocumentNumber: z.string().nullable(),
+    organizationId: z.string().nullable(),
+    eventId: z.string(),
+    eventDateId: z.string(),
+    paymentProvider: z.string().nullable(),
+    paymentRef: z.string().nullable(),
+    confirmedAt: z.string().nullable(),
+    createdAt: z.string(),
+    expiresAt: z.string().nullable().meta({ description: 'When the reservation expires; null unless PENDING' }),
+    failureReason: z.string().nullable(),
+    paymentStatus: z.string().nullable(),
+    declineCode: z.string().nullable(),
+  })
+  .meta({ id: 'Sale' });
+
+export const SaleWithItemsSchema = SaleSchema.extend({ items: z.array(SaleItemSchema) }).meta({ id: 'SaleWithItems' });
+
+export function toSale(sale: ISale) {
+  return {
+    id: sale.id,
+    reference: sale.reference,
+    status: sale.status,
+    channel: sale.channel,
+    subtotal: sale.subtotal,
+    discountAmount: sale.discountAmount,
+    serviceFee: sale.serviceFee,
+    iva: sale.iva,
+    total: sale.total,
+    currency: sale.currency,
+    buyerName: sale.buyerName,
+    buyerEmail: sale.buyerEmail,
+    buyerPhone: sale.buyerPhone ?? null,
+    buyerDocumentType: sale.buyerDocumentType ?? null,
+    buyerDocumentNumber: sale.buyerDocumentNumber ?? null,
+    organizationId: sale.workspace,
+    eventId: sale.event,
+    eventDateId: sale.eventDate,
+    paymentProvider: sale.paymentProvider ?? null,
+    paymentRef: sale.paymentRef ?? null,
+    confirmedAt: sale.confirmedAt?.toISOString() ?? null,
+    createdAt: sale.createdAt.toISOString(),
+    expiresAt: sale.status === 'PENDING' && sale.expiresAt ? sale.expiresAt.toISOString() : null,
+    failureReason: sale.failureReason ?? null,
+    paymentStatus: sale.paymentStatus ?? null,
+    declineCode: sale.declineCode ?? null,
+  };
+}
+
+export async function loadItems(em: EntityManager, saleId: string) {
+  const items = await em.find(SaleItem, { sale: saleId }, { orderBy: { id: 'asc' } });
+  return items.map((item) => ({
+    id: item.id,
+    ticketTypeId: item.ticketType,
+    ticketTypeName: item.ticketTypeName,
+    quantity: item.quantity,
+    unitPrice: item.unitPrice,
+    unitServiceFee: item.unitServiceFee,
+    unitIva: item.unitIva,
+    seats: item.seats ?? null,
+  }));
+}
+
+export async function loadTickets(em: EntityManager, saleId: string) {
+  const tickets = await em.find(Ticket, { sale: saleId }, { ...ANY_TENANT, orderBy: { ordinal: 'asc' } });
+  return tickets.map((ticket) => ({
+    id: ticket.id,
+    code: ticket.code,
+    status: ticket.status,
+    ticketTypeId: ticket.ticketType,
+    seatLabel: ticket.seatLabel ?? null,
+    checkedInAt: ticket.checkedInAt?.toISOString() ?? null,
+  }));
+}
+
+/** Finds a sale by id or by its reference (`FT-…`, any case), across workspaces; callers check ownership. */
+export async function findSaleByIdOrReference(em: EntityManager, idOrReference: string): Promise<ISale | null> {
+  if (isUuid(idOrReference)) return em.findOne(Sale, { id: idOrReference }, ANY_TENANT);
+  const reference = parseSaleReference(idOrReference);
+  return reference ? em.findOne(Sale, { reference }, ANY_TENANT) : null;
+}
+
+export function requireOwnedSale(
+  sale: ISale | null,
+  owner: { buyerId: string; pinnedWorkspaceId: string | null },
+): ISale {
+  if (
+    !sale ||
+    sale.buyer !== owner.buyerId ||
+    (owner.pinnedWorkspaceId && sale.workspace !== owner.pinnedWorkspaceId)
+  ) {
+    throw new AppError('NOT_FOUND', 'Order not found');
+  }
+  return sale;
+}
+
+export const PublicOrderStatusSchema = z.enum(['pending', 'paid', 'expired', 'cancelled']);
+export const publicStatusOf = (sale: ISale, now = new Date()) =>
+  publicOrderView({ status: sale.status, expiresAt: sale.expiresAt ?? null }, now);

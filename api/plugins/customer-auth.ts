@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { AppError } from '../../domain/errors.js';
+import { Buyer, BuyerSession } from '../../entities/index.js';
+import { authenticateOrganizer } from './auth.js';
+
+export const BUYER_SESSION_COOKIE = 'buyer_session';
+
+/** The buyer behind a customer request, from `X-Customer-Session` or the buyer-session cookie (contract 5.6). */
+export interface CustomerContext {
+  buyerId: string;
+  email: string;
+  name: string | null;
+  phone: string | null;
+  sessionId: string;
+  /** Set when the request also carried an organizer API key: results are scoped to that key's workspace. */
+  pinnedWorkspaceId: string | null;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    customer: CustomerContext | null;
+  }
+}
+
+export const hashSessionToken = (token: string): string => createHash('sha256').update(token, 'utf8').digest('hex');
+
+export function presentedSessionToken(request: FastifyRequest): string | undefined {
+  const header = request.headers['x-customer-session'];
+  if (typeof header === 'string' && header.trim() !== '') return header.trim();
+  const cookie = request.cookies?.[BUYER_SESSION_COOKIE];
+  return cookie && cookie !== '' ? cookie : undefined;
+}
+
+/** Resolves a buyer session token, or null when it is unknown, expired or ended. */
+export async function resolveBuyerSession(request: FastifyRequest, token: string): Promise<CustomerContext | null> {
+  const session = await request.em.findOne(BuyerSession, { tokenHash: hashSessionToken(token) });
+  if (!session || session.revokedAt || session.expiresAt.getTime() <= Date.now()) return null;
+  const buyer = await request.em.findOne(Buyer, { id: session.buyer });
+  if (!buyer) return null;
+  return {
+    buyerId: buyer.id,
+    email: buyer.email,
+    name: buyer.name ?? null,
+    phone: buyer.phone ?? null,
+    sessionId: session.id,
+    pinnedWorkspaceId: null,
+  };
+}
+
+/** The customer of a `customer` route; the hook below guarantees it is set. */
+export function currentCustomer(request: FastifyRequest): CustomerContext {
+  if (!request.customer) throw new AppError('CUSTOMER_SESSION_REQUIRED', 'Sign in first: send X-Customer-Session');
+  return request.customer;
+}
+
+export const customerAuthPlugin = fp(
+  async (app: FastifyInstance) => {
+    app.decorateRequest('customer', null);
+    app.addHook('onRequest', async (request) => {
+      if (request.routeOptions.config?.access?.kind !== 'customer') return;
+      const token = presentedSessionToken(request);
+      if (!token) {
+        throw new AppError(
+          'CUSTOMER_SESSION_REQUIRED',
+          'Sign in first: send the session_token from POST /customer/auth/verify as X-Customer-Session',
+        );
+      }
+      const customer = await resolveBuyerSession(request, token);
+      if (!customer)
+        throw new AppError('CUSTOMER_SESSION_REQUIRED', 'The buyer session is invalid or has expired; sign in again');
+      const hasKey = request.headers.authorization !== undefined || request.headers['x-api-key'] !== undefined;
+      if (hasKey) {
+        const organizer = await authenticateOrganizer(request);
+        request.organizer = organizer;
+        customer.pinnedWorkspaceId = organizer.active?.workspaceId ?? null;
+      }
+      request.customer = customer;
+    });
+  },
+  { name: 'customer-auth', dependencies: ['auth'] },
+);

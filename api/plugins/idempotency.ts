@@ -1,0 +1,181 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { AppError } from '../../domain/errors.js';
+import { newId } from '../../entities/ids.js';
+import type { ApiServices } from '../services.js';
+
+const KEY_TTL_MS = 24 * 60 * 60 * 1000;
+const WAIT_FOR_FIRST_MS = 30_000;
+const POLL_MS = 100;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    idempotency: { recordId: string } | null;
+  }
+}
+
+/**
+ * The caller an idempotency key belongs to: the API key, else the buyer session, else the client address.
+ * Two callers that pick the same key never see each other's responses.
+ */
+function callerScope(request: FastifyRequest): string {
+  if (request.organizer) return `key:${request.organizer.apiKeyId}`;
+  const session = request.headers['x-customer-session'];
+  if (typeof session === 'string' && session !== '') {
+    return `buyer:${createHash('sha256').update(session).digest('hex').slice(0, 40)}`;
+  }
+  return `ip:${request.ip}`;
+}
+
+function requestFingerprint(request: FastifyRequest): string {
+  return createHash('sha256')
+    .update(request.method)
+    .update('\n')
+    .update(request.url)
+    .update('\n')
+    .update(JSON.stringify(request.body ?? null))
+    .digest('hex');
+}
+
+interface StoredRecord {
+  id: string;
+  request_hash: string;
+  state: 'in_progress' | 'completed';
+  response_status: number | null;
+  response_body: unknown;
+  expires_at: Date;
+}
+
+/**
+ * `Idempotency-Key` on any POST (as Stripe and pretix offer): the first request does the work and its response
+ * is stored; a retry with the same key and body gets that response again (`Idempotent-Replayed: true`), even
+ * while the first is still running; the same key with another body is refused with 422. Responses of 5xx are not
+ * stored, so a retry after a server failure does the work again. Keys live 24 hours.
+ */
+export const idempotencyPlugin = fp(
+  async (app: FastifyInstance, services: ApiServices) => {
+    const db = () => services.orm.em.getConnection();
+    app.decorateRequest('idempotency', null);
+
+    async function claim(
+      scope: string,
+      key: string,
+      hash: string,
+    ): Promise<{ claimed: string } | { existing: StoredRecord }> {
+      const id = newId();
+      const now = new Date();
+      const inserted = await db().execute<{ id: string }[]>(
+        `insert into idempotency_records (id, scope, key, request_hash, state, created_at, expires_at)
+         values (?, ?, ?, ?, 'in_progress', ?, ?)
+         on conflict (scope, key) do update set id = excluded.id, request_hash = excluded.request_hash,
+           state = 'in_progress', response_status = null, response_body = null,
+           created_at = excluded.created_at, expires_at = excluded.expires_at
+         where idempotency_records.expires_at <= now()
+         returning id`,
+        [id, scope, key, hash, now, new Date(now.getTime() + KEY_TTL_MS)],
+      );
+      if (inserted.length > 0) return { claimed: id };
+      const rows = await db().execute<StoredRecord[]>(
+        'select id, request_hash, state, response_status, response_body, expires_at from idempotency_records where scope = ? and key = ?',
+        [scope, key],
+      );
+      const existing = rows[0];
+      if (!existing) return claim(scope, key, hash);
+      return { existing };
+    }
+
+    async function waitForCompletion(recordId: string): Promise<StoredRecord | null> {
+      const deadline = Date.now() + WAIT_FOR_FIRST_MS;
+      while (Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+        const rows = await db().execute<StoredRecord[]>(
+          'select id, request_hash, state, response_status, response_body, expires_at from idempotency_records where id = ?',
+          [recordId],
+        );
+        const row = rows[0];
+        if (!row) return null;
+        if (row.state === 'completed') return row;
+      }
+      return null;
+    }
+
+    function replay(reply: FastifyReply, record: StoredRecord): FastifyReply {
+      return reply
+        .status(record.response_status ?? 200)
+        .header('idempotent-replayed', 'true')
+        .header('content-type', 'application/json; charset=utf-8')
+        .send(JSON.stringify(record.response_body));
+    }
+
+    app.addHook('preHandler', async (request, reply) => {
+      if (request.method !== 'POST') return;
+      const header = request.headers['idempotency-key'];
+      if (header === undefined) return;
+      const key = Array.isArray(header) ? header[0] : header;
+      if (!key || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
+        throw new AppError('VALIDATION_FAILED', 'Idempotency-Key must be 1–255 visible ASCII characters', {
+          details: { fields: [{ field: 'headers.idempotency-key', message: 'invalid' }] },
+        });
+      }
+      const scope = callerScope(request);
+      const hash = requestFingerprint(request);
+      const outcome = await claim(scope, key, hash);
+      if ('claimed' in outcome) {
+        request.idempotency = { recordId: outcome.claimed };
+        return;
+      }
+      const existing = outcome.existing;
+      if (existing.request_hash !== hash) {
+        throw new AppError(
+          'IDEMPOTENCY_KEY_REUSED',
+          'This Idempotency-Key was already used with a different request; use a new key for a new request',
+        );
+      }
+      const finished = existing.state === 'completed' ? existing : await waitForCompletion(existing.id);
+      if (!finished) {
+        throw new AppError(
+          'IDEMPOTENCY_REQUEST_IN_PROGRESS',
+          'The first request with this Idempotency-Key is still running; retry shortly',
+          {
+            headers: { 'retry-after': '1' },
+          },
+        );
+      }
+      return replay(reply, finished);
+    });
+
+    app.addHook('onSend', async (request, reply, payload) => {
+      const claimed = request.idempotency;
+      if (!claimed) return payload;
+      request.idempotency = null;
+      if (reply.statusCode >= 500) {
+        await db().execute('delete from idempotency_records where id = ?', [claimed.recordId]);
+        return payload;
+      }
+      let body: unknown = null;
+      if (typeof payload === 'string' && payload !== '') {
+        try {
+          body = JSON.parse(payload);
+        } catch {
+          body = payload;
+        }
+      }
+      await db().execute(
+        `update idempotency_records set state = 'completed', response_status = ?, response_body = ? where id = ?`,
+        [reply.statusCode, JSON.stringify(body), claimed.recordId],
+      );
+      return payload;
+    });
+
+    // A request that dies before sending (client gone, crash in a hook) must not leave the key locked for a day.
+    app.addHook('onResponse', async (request) => {
+      if (request.idempotency) {
+        await db().execute(`delete from idempotency_records where id = ? and state = 'in_progress'`, [
+          request.idempotency.recordId,
+        ]);
+      }
+    });
+  },
+  { name: 'idempotency', dependencies: ['auth'] },
+);

@@ -1,0 +1,214 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { AppError } from '../../../domain/errors.js';
+import { hashSignInCode } from '../../../entities/buyer.js';
+import { newId } from '../../../entities/ids.js';
+import { Buyer, BuyerLoginCode, BuyerSession } from '../../../entities/index.js';
+import type { buyerSignIn } from '../../../workflows/buyer-sign-in.js';
+import { buyerSignInWorkflowId } from '../../../workflows/definitions.js';
+import { dataOf } from '../../http/envelope.js';
+import { enforceRateLimit } from '../../http/limits.js';
+import { customerAccess, publicAccess } from '../../http/route-access.js';
+import { BUYER_SESSION_COOKIE, currentCustomer, hashSessionToken } from '../../plugins/customer-auth.js';
+import type { ApiServices } from '../../services.js';
+
+const CODE_TTL_MS = 10 * 60 * 1000;
+const MAX_CODE_ATTEMPTS = 5;
+const SESSION_TTL_MS = 30 * 24 * 60 * 60 * 1000;
+
+const EmailSchema = z
+  .email()
+  .max(254)
+  .transform((value) => value.toLowerCase());
+
+export const BuyerSchema = z
+  .object({ id: z.string(), email: z.string(), name: z.string().nullable(), phone: z.string().nullable() })
+  .meta({ id: 'Buyer' });
+
+export const customerAuthRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
+  app.post(
+    '/customer/auth/request',
+    {
+      config: publicAccess(),
+      schema: {
+        tags: ['customer'],
+        summary: 'Email a one-time sign-in code (creates the buyer account on first verification)',
+        body: z.object({ email: EmailSchema }),
+        response: { 202: dataOf(z.object({ sent: z.literal(true), expiresInSeconds: z.number().int() })) },
+      },
+    },
+    async (request, reply) => {
+      const { email } = request.body;
+      await enforceRateLimit(services.redis, {
+        key: `signin-request:email:${email}`,
+        limit: 5,
+        windowSeconds: 600,
+        message: 'Too many codes requested for this address; wait before asking again',
+      });
+      await enforceRateLimit(services.redis, {
+        key: `signin-request:ip:${request.ip}`,
+        limit: 30,
+        windowSeconds: 600,
+        message: 'Too many sign-in requests from this address',
+      });
+      await services.temporal.workflow.start<typeof buyerSignIn>('buyerSignIn', {
+        taskQueue: services.env.TEMPORAL_TASK_QUEUE,
+        workflowId: buyerSignInWorkflowId(randomUUID()),
+        args: [{ email, codeTtlMs: CODE_TTL_MS }],
+        workflowExecutionTimeout: '10 minutes',
+      });
+      // The same answer whether or not the address has an account, so it reveals nothing.
+      return reply.status(202).send({ data: { sent: true as const, expiresInSeconds: CODE_TTL_MS / 1000 } });
+    },
+  );
+
+  app.post(
+    '/customer/auth/verify',
+    {
+      config: publicAccess(),
+      schema: {
+        tags: ['customer'],
+        summary: 'Exchange the emailed code for a buyer session',
+        body: z.object({ email: EmailSchema, code: z.string().regex(/^\d{6}$/, 'six digits') }),
+        response: {
+          200: dataOf(
+            z
+              .object({ session_token: z.string(), expiresAt: z.string(), buyer: BuyerSchema })
+              .meta({ id: 'BuyerSession' }),
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { email, code } = request.body;
+      await enforceRateLimit(services.redis, {
+        key: `signin-verify:${email}`,
+        limit: 10,
+        windowSeconds: 900,
+        message: 'Too many attempts; request a new code later',
+      });
+      const em = request.em.fork();
+      const invalid = () =>
+        new AppError('UNAUTHENTICATED', 'The code is wrong, expired or already used; request a new one');
+      const session = await em.transactional(async (tx) => {
+        const candidates = await tx.find(
+          BuyerLoginCode,
+          { email, usedAt: null, expiresAt: { $gt: new Date() }, attempts: { $lt: MAX_CODE_ATTEMPTS } },
+          { orderBy: { createdAt: 'desc' }, limit: 3 },
+        );
+        const match = candidates.find((candidate) => candidate.codeHash === hashSignInCode(email, code));
+        if (!match) {
+          // Each wrong guess burns an attempt of every live code, so guessing is bounded per code.
+          for (const candidate of candidates) candidate.attempts += 1;
+          return null;
+        }
+        const consumed = await tx.execute<{ id: string }[]>(
+          'update buyer_login_codes set used_at = now() where id = ? and used_at is null returning id',
+          [match.id],
+        );
+        if (consumed.length === 0) return null;
+        let buyer = await tx.findOne(Buyer, { email });
+        if (!buyer) buyer = tx.create(Buyer, { id: newId(), email, name: null, phone: null });
+        const token = `bs_${randomBytes(32).toString('base64url')}`;
+        const row = tx.create(BuyerSession, {
+          id: newId(),
+          buyer: buyer.id,
+          tokenHash: hashSessionToken(token),
+          expiresAt: new Date(Date.now() + SESSION_TTL_MS),
+          revokedAt: null,
+          createdAt: new Date(),
+        });
+        return { token, row, buyer };
+      });
+      if (!session) throw invalid();
+      reply.setCookie(BUYER_SESSION_COOKIE, session.token, {
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: services.env.PUBLIC_ORIGIN.startsWith('https:'),
+        path: '/',
+        expires: session.row.expiresAt,
+      });
+      return {
+        data: {
+          session_token: session.token,
+          expiresAt: session.row.expiresAt.toISOString(),
+          buyer: {
+            id: session.buyer.id,
+            email: session.buyer.email,
+            name: session.buyer.name ?? null,
+            phone: session.buyer.phone ?? null,
+          },
+        },
+      };
+    },
+  );
+
+  app.get(
+    '/customer/me',
+    {
+      config: customerAccess(),
+      schema: { tags: ['customer'], summary: 'The signed-in buyer', response: { 200: dataOf(BuyerSchema) } },
+    },
+    async (request) => {
+      const customer = currentCustomer(request);
+      return { data: { id: customer.buyerId, email: customer.email, name: customer.name, phone: customer.phone } };
+    },
+  );
+
+  app.get(
+    '/customer/profile',
+    {
+      config: customerAccess(),
+      schema: { tags: ['customer'], summary: "The buyer's profile", response: { 200: dataOf(BuyerSchema) } },
+    },
+    async (request) => {
+      const customer = currentCustomer(request);
+      return { data: { id: customer.buyerId, email: customer.email, name: customer.name, phone: customer.phone } };
+    },
+  );
+
+  app.patch(
+    '/customer/profile',
+    {
+      config: customerAccess(),
+      schema: {
+        tags: ['customer'],
+        summary: 'Update name and phone',
+        body: z.object({
+          name: z.string().trim().min(2).max(120).optional(),
+          phone: z.string().trim().max(40).nullable().optional(),
+        }),
+        response: { 200: dataOf(BuyerSchema) },
+      },
+    },
+    async (request) => {
+      const customer = currentCustomer(request);
+      const buyer = await request.em.findOneOrFail(Buyer, { id: customer.buyerId });
+      if (request.body.name !== undefined) buyer.name = request.body.name;
+      if (request.body.phone !== undefined) buyer.phone = request.body.phone;
+      await request.em.flush();
+      return { data: { id: buyer.id, email: buyer.email, name: buyer.name ?? null, phone: buyer.phone ?? null } };
+    },
+  );
+
+  app.post(
+    '/customer/logout',
+    {
+      config: customerAccess(),
+      schema: {
+        tags: ['customer'],
+        summary: 'End this buyer session',
+        response: { 200: dataOf(z.object({ loggedOut: z.literal(true) })) },
+      },
+    },
+    async (request, reply) => {
+      const customer = currentCustomer(request);
+      await request.em.execute('update buyer_sessions set revoked_at = now() where id = ? and revoked_at is null', [
+        customer.sessionId,
+      ]);
+      reply.clearCookie(BUYER_SESSION_COOKIE, { path: '/' });
+      return { data: { loggedOut: true as const } };
+    },
+  );
+};

@@ -1,0 +1,463 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { AppError, notFound } from '../../../domain/errors.js';
+import { type FeePolicy, quoteUnit, ticketTypeFeePolicy, type UnitQuote } from '../../../domain/pricing.js';
+import { type EVENT_STATUSES, type IEvent, SALES_MODES } from '../../../entities/event.js';
+import type { IEventDate } from '../../../entities/event-date.js';
+import { Event, EventDate, TicketType, Venue, Workspace } from '../../../entities/index.js';
+import type { ITicketType } from '../../../entities/ticket-type.js';
+import type { IVenue } from '../../../entities/venue.js';
+import type { IWorkspace } from '../../../entities/workspace.js';
+import type { SeatMapObjectInfo } from '../../../integrations/seatmap/client.js';
+import { dataOf, listOf } from '../../http/envelope.js';
+import { decodeCursor, encodeCursor, PageQuerySchema } from '../../http/pagination.js';
+import { publicAccess } from '../../http/route-access.js';
+import { isoOrNull } from '../../http/schemas.js';
+import { seatMapClient } from '../../http/seatmap.js';
+import type { ApiServices } from '../../services.js';
+
+/**
+ * The storefront reads every organizer's catalog, so each query turns the tenant filter off explicitly; the
+ * notDeleted filter stays on, so soft-deleted events, dates and ticket types never show.
+ */
+const ANY_TENANT = { filters: { tenant: false } } as const;
+
+const PUBLISHED: (typeof EVENT_STATUSES)[number] = 'PUBLISHED';
+
+/** Catalog pages may be cached briefly by browsers and CDNs; availability never (contract 4.18). */
+const CATALOG_CACHE_CONTROL = 'public, max-age=30';
+const AVAILABILITY_CACHE_CONTROL = 'no-store';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Schemas (they generate the public OpenAPI document)
+
+const PublicVenueSchema = z.object({ name: z.string(), city: z.string().nullable() }).meta({ id: 'PublicVenue' });
+
+const PublicNextDateSchema = z
+  .object({ id: z.string(), startsAt: z.string(), endsAt: z.string().nullable(), timezone: z.string() })
+  .meta({ id: 'PublicNextDate' });
+
+export const PublicEventSummarySchema = z
+  .object({
+    id: z.string(),
+    slug: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    imageUrl: z.string().nullable(),
+    venue: PublicVenueSchema.nullable(),
+    nextDate: PublicNextDateSchema.nullable().meta({
+      description: 'Earliest upcoming date whose sales have not ended; null when none is left',
+    }),
+    priceFrom: z
+      .number()
+      .int()
+      .nullable()
+      .meta({
+        description:
+          'Lowest buyerTotal (price + buyer fee + IVA, minor units) among the ticket types of those dates open to ' +
+          'every buyer (members-only types excluded); null when there is none',
+      }),
+    currency: z.string(),
+    salesMode: z.enum(SALES_MODES).meta({ description: 'EXTERNAL events are listed here but sold elsewhere' }),
+    externalSalesUrl: z.string().nullable().meta({ description: 'Where an EXTERNAL event is sold' }),
+  })
+  .meta({ id: 'PublicEventSummary' });
+
+const PublicEventDateSchema = z
+  .object({
+    id: z.string(),
+    label: z.string().nullable(),
+    startsAt: z.string(),
+    endsAt: z.string().nullable(),
+    timezone: z.string(),
+    venueName: z.string().nullable(),
+    city: z.string().nullable(),
+    salesStartAt: z.string().nullable(),
+    salesEndAt: z.string().nullable(),
+    salesStatus: z.enum(['OPEN', 'UPCOMING', 'ENDED']).meta({ description: 'Where now falls in the sales window' }),
+  })
+  .meta({ id: 'PublicEventDate' });
+
+export const PublicEventSchema = PublicEventSummarySchema.extend({
+  dates: z.array(PublicEventDateSchema).meta({ description: 'Upcoming dates, earliest first' }),
+}).meta({ id: 'PublicEvent' });
+
+const PublicSeatSchema = z
+  .object({
+    label: z.string().meta({ description: 'Exact seat label, to send in POST /orders items[].seats' }),
+    categoryKey: z.string().nullable(),
+    categoryLabel: z.string().nullable(),
+    status: z.string(),
+  })
+  .meta({ id: 'PublicSeat' });
+
+export const PublicTicketTypeSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    price: z.number().int().meta({ description: 'Base (list) price, minor units' }),
+    buyerServiceFee: z.number().int().meta({
+      description:
+        'Fee paid by the buyer, seating surcharge included; 0 when the organizer absorbs the fee and the type is not numbered',
+    }),
+    seatingSurcharge: z.number().int().meta({
+      description: 'Flat per-seat surcharge of numbered types; already included in buyerServiceFee and buyerTotal',
+    }),
+    iva: z.number().int().meta({ description: 'VAT (19 %) on buyerServiceFee' }),
+    buyerTotal: z.number().int().meta({
+      description: 'Final price per unit = price + buyerServiceFee + iva; what checkout charges, so quote this',
+    }),
+    seatsioCategoryKey: z.string().nullable().meta({ description: 'Non-null means the type is numbered' }),
+    availableSeats: z
+      .array(PublicSeatSchema)
+      .optional()
+      .meta({ description: 'Numbered types only: seats that can be ordered' }),
+    currency: z.string(),
+    maxPerOrder: z.number().int(),
+    available: z.number().int().meta({ description: 'Capacity minus sold minus reserved; never negative' }),
+    soldOut: z.boolean(),
+  })
+  .meta({
+    id: 'PublicTicketType',
+    description:
+      'Members-only ticket types are listed so buyers see them, but POST /orders rejects them with MEMBERS_ONLY.',
+  });
+
+const PublicAvailabilityDateSchema = z
+  .object({
+    id: z.string(),
+    label: z.string().nullable(),
+    startsAt: z.string(),
+    endsAt: z.string().nullable(),
+    timezone: z.string(),
+    venueName: z.string().nullable(),
+    city: z.string().nullable(),
+    ticketTypes: z.array(PublicTicketTypeSchema),
+  })
+  .meta({ id: 'PublicAvailabilityDate' });
+
+export const PublicAvailabilitySchema = z
+  .object({
+    slug: z.string(),
+    dates: z.array(PublicAvailabilityDateSchema).meta({ description: 'Only upcoming dates are listed' }),
+  })
+  .meta({ id: 'PublicAvailability' });
+
+const SlugParamSchema = z.object({ slug: z.string().min(1).max(120) });
+
+// ---------------------------------------------------------------------------------------------------------------
+// Reading the catalog
+
+/** The workspace's fee policy with the ticket type's overrides: the policy checkout charges with. */
+export const feePolicyFor = (workspace: IWorkspace, type: ITicketType): FeePolicy =>
+  ticketTypeFeePolicy(workspace, type);
+
+const isNumbered = (type: ITicketType): boolean => type.seatMapCategoryKey !== null;
+
+const quoteOf = (workspace: IWorkspace, type: ITicketType): UnitQuote =>
+  quoteUnit({ price: type.price, feePolicy: feePolicyFor(workspace, type), numbered: isNumbered(type) });
+
+const salesStatus = (date: IEventDate, now: Date): 'OPEN' | 'UPCOMING' | 'ENDED' => {
+  if (date.salesEndAt && date.salesEndAt <= now) return 'ENDED';
+  if (date.salesStartAt && date.salesStartAt > now) return 'UPCOMING';
+  return 'OPEN';
+};
+
+interface CatalogEntry {
+  event: IEvent;
+  workspace: IWorkspace;
+  venue: IVenue | null;
+  /** Upcoming dates (startsAt > now, not cancelled or deleted), earliest first. */
+  dates: IEventDate[];
+  /** Live ticket types per date id, in display order. */
+  types: Map<string, ITicketType[]>;
+}
+
+/**
+ * Units left to sell per ticket type: Σ of its stock shards, which the stock invariant keeps equal to
+ * capacity − sold − reserved (entities/stock.ts). A type without stock rows has nothing to sell.
+ */
+async function availableUnits(em: EntityManager, ticketTypeIds: string[]): Promise<Map<string, number>> {
+  if (ticketTypeIds.length === 0) return new Map();
+  // `in (?)` with an array expands to a quoted list; `= any(?)` would not (MikroORM inlines array parameters).
+  const rows = await em.execute<{ ticket_type_id: string; available: string }[]>(
+    'select ticket_type_id, sum(available) as available from ticket_stock where ticket_type_id in (?) group by ticket_type_id',
+    [ticketTypeIds],
+  );
+  return new Map(rows.map((row) => [row.ticket_type_id, Math.max(0, Number(row.available))]));
+}
+
+/** Loads, for published events, everything the storefront shows about them, in a fixed number of queries. */
+async function loadCatalog(em: EntityManager, events: IEvent[], now: Date): Promise<Map<string, CatalogEntry>> {
+  const entries = new Map<string, CatalogEntry>();
+  if (events.length === 0) return entries;
+  const eventIds = events.map((event) => event.id);
+  const venueIds = events.flatMap((event) => (event.venue ? [event.venue] : []));
+  const [workspaces, venues, dates] = await Promise.all([
+    em.find(Workspace, { id: { $in: [...new Set(events.map((event) => event.workspace))] } }),
+    venueIds.length ? em.find(Venue, { id: { $in: venueIds } }, ANY_TENANT) : Promise.resolve([]),
+    em.find(
+      EventDate,
+      { event: { $in: eventIds }, startsAt: { $gt: now }, cancelledAt: null },
+      { ...ANY_TENANT, orderBy: { startsAt: 'asc', id: 'asc' } },
+    ),
+  ]);
+  const types = dates.length
+    ? await em.find(
+        TicketType,
+        { eventDate: { $in: dates.map((date) => date.id) } },
+        { ...ANY_TENANT, orderBy: { sortOrder: 'asc', id: 'asc' } },
+      )
+    : [];
+  const workspaceById = new Map(workspaces.map((workspace) => [workspace.id, workspace]));
+  const venueById = new Map(venues.map((venue) => [venue.id, venue]));
+  for (const event of events) {
+    const workspace = workspaceById.get(event.workspace);
+    if (!workspace) continue;
+    entries.set(event.id, {
+      event,
+      workspace,
+      venue: event.venue ? (venueById.get(event.venue) ?? null) : null,
+      dates: dates.filter((date) => date.event === event.id),
+      types: new Map(),
+    });
+  }
+  for (const date of dates) entries.get(date.event)?.types.set(date.id, []);
+  for (const type of types) entries.get(type.event)?.types.get(type.eventDate)?.push(type);
+  return entries;
+}
+
+function toSummary(entry: CatalogEntry, now: Date): z.infer<typeof PublicEventSummarySchema> {
+  const { event, workspace, venue } = entry;
+  const sellable = entry.dates.filter((date) => salesStatus(date, now) !== 'ENDED');
+  const next = sellable[0];
+  let cheapest: { buyerTotal: number; currency: string } | null = null;
+  for (const date of sellable) {
+    for (const type of entry.types.get(date.id) ?? []) {
+      if (type.membersOnly) continue;
+      const { buyerTotal } = quoteOf(workspace, type);
+      if (!cheapest || buyerTotal < cheapest.buyerTotal) cheapest = { buyerTotal, currency: type.currency };
+    }
+  }
+  return {
+    id: event.id,
+    slug: event.slug,
+    name: event.name,
+    description: event.description ?? null,
+    imageUrl: event.imageUrl ?? null,
+    venue: venue ? { name: venue.name, city: venue.city ?? null } : null,
+    nextDate: next
+      ? { id: next.id, startsAt: next.startsAt.toISOString(), endsAt: isoOrNull(next.endsAt), timezone: next.timezone }
+      : null,
+    priceFrom: cheapest?.buyerTotal ?? null,
+    currency: cheapest?.currency ?? workspace.currency,
+    salesMode: event.salesMode,
+    externalSalesUrl: event.externalSalesUrl ?? null,
+  };
+}
+
+/** A published, live event by its public slug, or 404 (drafts, cancelled and deleted events do not exist here). */
+async function publishedEvent(em: EntityManager, slug: string): Promise<IEvent> {
+  const event = await em.findOne(Event, { slug, status: PUBLISHED }, ANY_TENANT);
+  if (!event) throw notFound('Event');
+  return event;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Routes
+
+/** Seats of a numbered type straight from the provider: the date's seat-map event filtered by the type's category. */
+async function providerSeats(
+  services: ApiServices,
+  eventKey: string,
+  cache: Map<string, Promise<SeatMapObjectInfo[]>>,
+  categoryKey: string,
+) {
+  let all = cache.get(eventKey);
+  if (!all) {
+    all = seatMapClient(services.env).objectStatuses(eventKey);
+    cache.set(eventKey, all);
+  }
+  try {
+    return (await all)
+      .filter((seat) => seat.categoryKey === categoryKey)
+      .map((seat) => ({
+        label: seat.label,
+        categoryKey: seat.categoryKey,
+        categoryLabel: seat.categoryLabel,
+        status: seat.status,
+      }));
+  } catch (error) {
+    throw new AppError('PROVIDER_UNAVAILABLE', 'The seat-map provider did not answer; retry', {
+      details: { cause: (error as Error).message },
+    });
+  }
+}
+
+export const publicCatalogRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
+  app.get(
+    '/events',
+    {
+      config: publicAccess(),
+      schema: {
+        tags: ['catalog'],
+        summary: 'Public catalog: published events with an upcoming date still on sale or about to go on sale',
+        description:
+          'Newest events first; the cursor is a keyset position, so paging is stable while events are added. ' +
+          'Cacheable for 30 seconds.',
+        querystring: PageQuerySchema,
+        response: { 200: listOf(PublicEventSummarySchema) },
+      },
+    },
+    async (request, reply) => {
+      const now = new Date();
+      const after = decodeCursor(request.query.cursor);
+      // Which events to list is decided in SQL (dates filtered there, not in memory), then one page of events is
+      // loaded. Raw SQL bypasses the ORM filters, so soft-deleted rows are excluded explicitly here.
+      const rows = await request.em.execute<{ id: string }[]>(
+        `select e.id from events e
+          where e.status = ? and e.deleted_at is null ${after ? 'and e.id < ?' : ''}
+            and exists (
+              select 1 from event_dates d
+               where d.event_id = e.id and d.deleted_at is null and d.cancelled_at is null
+                 and d.starts_at > ?::timestamptz and (d.sales_end_at is null or d.sales_end_at > ?::timestamptz))
+          order by e.id desc
+          limit ?`,
+        [PUBLISHED, ...(after ? [after] : []), now.toISOString(), now.toISOString(), request.query.limit + 1],
+      );
+      const hasMore = rows.length > request.query.limit;
+      const ids = rows.slice(0, request.query.limit).map((row) => row.id);
+      const events = ids.length
+        ? await request.em.find(Event, { id: { $in: ids } }, { ...ANY_TENANT, orderBy: { id: 'desc' } })
+        : [];
+      const catalog = await loadCatalog(request.em, events, now);
+      const last = ids[ids.length - 1];
+      reply.header('Cache-Control', CATALOG_CACHE_CONTROL);
+      return {
+        data: events.flatMap((event) => {
+          const entry = catalog.get(event.id);
+          return entry ? [toSummary(entry, now)] : [];
+        }),
+        page: { nextCursor: hasMore && last ? encodeCursor(last) : null, hasMore },
+      };
+    },
+  );
+
+  app.get(
+    '/events/:slug',
+    {
+      config: publicAccess(),
+      schema: {
+        tags: ['catalog'],
+        summary: 'A published event with its upcoming dates',
+        description: 'Draft, cancelled and deleted events are 404. Cacheable for 30 seconds.',
+        params: SlugParamSchema,
+        response: { 200: dataOf(PublicEventSchema) },
+      },
+    },
+    async (request, reply) => {
+      const now = new Date();
+      const event = await publishedEvent(request.em, request.params.slug);
+      const entry = (await loadCatalog(request.em, [event], now)).get(event.id);
+      if (!entry) throw notFound('Event');
+      reply.header('Cache-Control', CATALOG_CACHE_CONTROL);
+      return {
+        data: {
+          ...toSummary(entry, now),
+          dates: entry.dates.map((date) => ({
+            id: date.id,
+            label: date.label ?? null,
+            startsAt: date.startsAt.toISOString(),
+            endsAt: isoOrNull(date.endsAt),
+            timezone: date.timezone,
+            venueName: entry.venue?.name ?? null,
+            city: entry.venue?.city ?? null,
+            salesStartAt: isoOrNull(date.salesStartAt),
+            salesEndAt: isoOrNull(date.salesEndAt),
+            salesStatus: salesStatus(date, now),
+          })),
+        },
+      };
+    },
+  );
+
+  app.get(
+    '/events/:slug/availability',
+    {
+      config: publicAccess(),
+      schema: {
+        tags: ['catalog'],
+        summary: 'Prices and stock of every ticket type of the upcoming dates of a published event',
+        description:
+          'Stock and seats change: never cached (Cache-Control: no-store); read it right before creating an order. ' +
+          'buyerTotal is what checkout charges per unit. Members-only ticket types are listed, but POST /orders ' +
+          'rejects them (MEMBERS_ONLY).',
+        params: SlugParamSchema,
+        response: { 200: dataOf(PublicAvailabilitySchema) },
+      },
+    },
+    async (request, reply) => {
+      const now = new Date();
+      const event = await publishedEvent(request.em, request.params.slug);
+      const entry = (await loadCatalog(request.em, [event], now)).get(event.id);
+      if (!entry) throw notFound('Event');
+      const allTypes = [...entry.types.values()].flat();
+      const stock = await availableUnits(
+        request.em,
+        allTypes.map((type) => type.id),
+      );
+      const seatCache = new Map<string, Promise<SeatMapObjectInfo[]>>();
+      const seatsByType = new Map<string, Awaited<ReturnType<typeof providerSeats>>>();
+      for (const date of entry.dates) {
+        for (const type of entry.types.get(date.id) ?? []) {
+          if (!isNumbered(type)) continue;
+          seatsByType.set(
+            type.id,
+            date.seatMapEventKey
+              ? await providerSeats(services, date.seatMapEventKey, seatCache, type.seatMapCategoryKey!)
+              : [],
+          );
+        }
+      }
+      reply.header('Cache-Control', AVAILABILITY_CACHE_CONTROL);
+      return {
+        data: {
+          slug: event.slug,
+          dates: entry.dates.map((date) => ({
+            id: date.id,
+            label: date.label ?? null,
+            startsAt: date.startsAt.toISOString(),
+            endsAt: isoOrNull(date.endsAt),
+            timezone: date.timezone,
+            venueName: entry.venue?.name ?? null,
+            city: entry.venue?.city ?? null,
+            ticketTypes: (entry.types.get(date.id) ?? []).map((type) => {
+              const quote = quoteOf(entry.workspace, type);
+              const available = stock.get(type.id) ?? 0;
+              return {
+                id: type.id,
+                name: type.name,
+                description: type.description ?? null,
+                price: quote.price,
+                buyerServiceFee: quote.buyerServiceFee,
+                seatingSurcharge: quote.seatingSurcharge,
+                iva: quote.iva,
+                buyerTotal: quote.buyerTotal,
+                seatsioCategoryKey: type.seatMapCategoryKey ?? null,
+                // Numbered types list the seats of their category with the provider's status (free, reservedByToken,
+                // booked); empty while the date has no seat map.
+                ...(isNumbered(type) ? { availableSeats: seatsByType.get(type.id) ?? [] } : {}),
+                currency: type.currency,
+                maxPerOrder: type.maxPerOrder,
+                available,
+                soldOut: available === 0,
+              };
+            }),
+          })),
+        },
+      };
+    },
+  );
+};

@@ -1,0 +1,187 @@
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { AppError } from '../../../domain/errors.js';
+import { isUuid } from '../../../entities/ids.js';
+import { EventDate, Sale, TicketType } from '../../../entities/index.js';
+import { checkoutWorkflowId, openPseUpdate, releaseUpdate } from '../../../workflows/definitions.js';
+import { reserveThroughCheckout } from '../../http/checkout.js';
+import { dataOf } from '../../http/envelope.js';
+import { hasAdmittedTurn } from '../../http/queue.js';
+import { publicAccess } from '../../http/route-access.js';
+import { loadTickets, PublicOrderStatusSchema, publicStatusOf } from '../../http/sale-views.js';
+import { presentedSessionToken, resolveBuyerSession } from '../../plugins/customer-auth.js';
+import type { ApiServices } from '../../services.js';
+import { presentedQueueToken } from '../customer/orders.js';
+
+const CreatePublicOrderBody = z.object({
+  buyerEmail: z.email().max(254),
+  buyerName: z.string().trim().min(2).max(120),
+  buyerPhone: z.string().trim().max(40).optional(),
+  items: z
+    .array(
+      z.object({
+        ticketTypeId: z.string().min(1).max(100),
+        quantity: z.number().int().min(1).max(30),
+        seats: z.array(z.string().min(1).max(120)).max(30).optional(),
+      }),
+    )
+    .min(1)
+    .max(1, 'one ticket type per order: place one order per ticket type'),
+  queueToken: z
+    .string()
+    .min(1)
+    .max(100)
+    .optional()
+    .meta({ description: 'Admitted virtual-queue turn (or header X-Queue-Token) for dates with a waiting room' }),
+});
+
+const OrderCreatedSchema = z
+  .object({
+    orderId: z.string(),
+    reference: z.string(),
+    status: PublicOrderStatusSchema,
+    total: z.number().int(),
+    currency: z.string(),
+    checkoutUrl: z.string().meta({ description: 'Gateway A payment link to send the buyer to' }),
+    expiresAt: z.string().meta({ description: 'Exact instant the reservation expires; use it as returned' }),
+  })
+  .meta({ id: 'OrderCreated' });
+
+const PublicOrderSchema = z
+  .object({
+    orderId: z.string(),
+    reference: z.string(),
+    status: PublicOrderStatusSchema,
+    total: z.number().int(),
+    currency: z.string(),
+    expiresAt: z.string().nullable().meta({ description: 'Repeated while pending; null afterwards' }),
+    tickets: z.array(z.object({ code: z.string(), ticketTypeId: z.string(), seatLabel: z.string().nullable() })),
+  })
+  .meta({ id: 'PublicOrder' });
+
+/** Anonymous storefront orders (contract 4.18): reserve, then hand back the gateway A payment link. */
+export const publicOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
+  app.post(
+    '/orders',
+    {
+      config: publicAccess(),
+      schema: {
+        tags: ['orders'],
+        summary: 'Create an order and get the payment link (anonymous for general admission)',
+        body: CreatePublicOrderBody,
+        response: { 200: dataOf(OrderCreatedSchema) },
+      },
+    },
+    async (request) => {
+      const body = request.body;
+      const item = body.items[0]!;
+      let buyerId: string | null = null;
+      if (item.seats?.length) {
+        const token = presentedSessionToken(request);
+        const buyer = token ? await resolveBuyerSession(request, token) : null;
+        buyerId = buyer?.buyerId ?? null;
+        if (!buyer) {
+          throw new AppError(
+            'CUSTOMER_SESSION_REQUIRED',
+            'Orders with seats need a buyer session (X-Customer-Session or the buyer-session cookie)',
+          );
+        }
+      }
+      const type = isUuid(item.ticketTypeId)
+        ? await request.em.findOne(TicketType, { id: item.ticketTypeId }, { filters: { tenant: false } })
+        : null;
+      if (!type) throw new AppError('NOT_FOUND', 'Ticket type not found');
+      const date = await request.em.findOne(EventDate, { id: type.eventDate }, { filters: { tenant: false } });
+      const queueToken = presentedQueueToken(request.headers) ?? body.queueToken ?? null;
+      const queueTurnAdmitted = date?.virtualQueue ? await hasAdmittedTurn(services.redis, date.id, queueToken) : false;
+      const sale = await reserveThroughCheckout(services, {
+        origin: 'PUBLIC',
+        channel: 'WEB',
+        pinnedWorkspaceId: null,
+        eventDateId: type.eventDate,
+        ticketTypeId: type.id,
+        quantity: item.quantity,
+        seats: item.seats ?? null,
+        holdToken: null,
+        discountCode: null,
+        // An order with seats belongs to the buyer account; general admission stays anonymous.
+        buyerId,
+        buyerEmail: body.buyerEmail.toLowerCase(),
+        buyer: { name: body.buyerName, phone: body.buyerPhone ?? null, idType: null, idNumber: null, nitDigit: null },
+        returnUrl: null,
+        confirmImmediately: false,
+        complimentary: false,
+        queueTurnAdmitted,
+      });
+      const handle = services.temporal.workflow.getHandle(checkoutWorkflowId(sale.saleId));
+      let checkoutUrl: string;
+      try {
+        const link = await handle.executeUpdate(openPseUpdate, { args: [{ bankCode: null }] });
+        if (!link.ok) throw new AppError('PAYMENT_UNAVAILABLE', link.message, { details: { reason: link.reason } });
+        checkoutUrl = link.redirectUrl;
+      } catch (error) {
+        // No payment link, no order: the stock goes straight back instead of waiting for the window to expire.
+        await handle
+          .executeUpdate(releaseUpdate, { args: [{ reason: 'buyer_release', acknowledgeOpenPayment: false }] })
+          .catch(() => undefined);
+        if (error instanceof AppError) throw error;
+        if (error instanceof WorkflowUpdateFailedError) {
+          throw new AppError(
+            'PROVIDER_UNAVAILABLE',
+            'The payment provider did not answer; the order was not created, retry',
+          );
+        }
+        throw error;
+      }
+      return {
+        data: {
+          orderId: sale.saleId,
+          reference: sale.reference,
+          status: 'pending' as const,
+          total: sale.total,
+          currency: sale.currency,
+          checkoutUrl,
+          expiresAt: new Date(sale.expiresAtMs ?? Date.now()).toISOString(),
+        },
+      };
+    },
+  );
+
+  app.get(
+    '/orders/:id',
+    {
+      config: publicAccess(),
+      schema: {
+        tags: ['orders'],
+        summary: 'Status of an order, with its tickets once paid',
+        params: z.object({ id: z.string().min(1).max(100) }),
+        response: { 200: dataOf(PublicOrderSchema) },
+      },
+    },
+    async (request, reply) => {
+      reply.header('cache-control', 'no-store');
+      const sale = isUuid(request.params.id)
+        ? await request.em.findOne(Sale, { id: request.params.id }, { filters: { tenant: false } })
+        : null;
+      if (sale?.origin !== 'PUBLIC') throw new AppError('NOT_FOUND', 'Order not found');
+      const view = publicStatusOf(sale);
+      const tickets = view.status === 'paid' ? await loadTickets(request.em, sale.id) : [];
+      return {
+        data: {
+          orderId: sale.id,
+          reference: sale.reference,
+          status: view.status,
+          total: sale.total,
+          currency: sale.currency,
+          expiresAt: view.expiresAt,
+          tickets: tickets.map((ticket) => ({
+            code: ticket.code,
+            ticketTypeId: ticket.ticketTypeId,
+            seatLabel: ticket.seatLabel,
+          })),
+        },
+      };
+    },
+  );
+};

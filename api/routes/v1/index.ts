@@ -1,0 +1,42 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { ApiServices } from '../../services.js';
+import { customerAuthRoutes } from '../customer/auth.js';
+import { customerOrderRoutes } from '../customer/orders.js';
+import { customerPurchaseSessionRoutes } from '../customer/purchase-sessions.js';
+import { customerTicketRoutes } from '../customer/tickets.js';
+import { gatewayWebhookRoutes } from '../webhooks/gateways.js';
+import { apiKeyRoutes } from './api-keys.js';
+import { discountRoutes } from './discounts.js';
+import { eventRoutes } from './events.js';
+import { meRoutes } from './me.js';
+import { membershipPlanRoutes } from './membership-plans.js';
+import { organizerWebhookRoutes } from './organizer-webhooks.js';
+import { salesRoutes } from './sales.js';
+import { salesOpsRoutes } from './sales-ops.js';
+import { staffRoutes } from './staff.js';
+import { ticketTypeRoutes } from './ticket-types.js';
+import { ticketRoutes } from './tickets.js';
+import { venueRoutes } from './venues.js';
+import { workspaceRoutes } from './workspaces.js';
+
+/** Every organizer route group under /api/v1; each file is one group of the contract's index (part 4.1). */
+export const organizerRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
+  await app.register(meRoutes);
+  await app.register(workspaceRoutes);
+  await app.register(apiKeyRoutes, { services });
+  await app.register(customerAuthRoutes, { services });
+  await app.register(customerOrderRoutes, { services });
+  await app.register(customerPurchaseSessionRoutes, { services });
+  await app.register(gatewayWebhookRoutes, { services });
+  await app.register(venueRoutes);
+  await app.register(eventRoutes, { services });
+  await app.register(ticketTypeRoutes);
+  await app.register(discountRoutes);
+  await app.register(membershipPlanRoutes);
+  await app.register(staffRoutes);
+  await app.register(salesRoutes, { services });
+  await app.register(salesOpsRoutes, { services });
+  await app.register(ticketRoutes, { services });
+  await app.register(customerTicketRoutes, { services });
+  await app.register(organizerWebhookRoutes, { services });
+};

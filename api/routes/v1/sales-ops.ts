@@ -1,0 +1,172 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { AppError } from '../../../domain/errors.js';
+import { isUuid } from '../../../entities/ids.js';
+import { Sale } from '../../../entities/index.js';
+import type { cancellation } from '../../../workflows/cancellation.js';
+import {
+  type CancellationResult,
+  cancellationWorkflowId,
+  type RefundResult,
+  refundWorkflowId,
+} from '../../../workflows/definitions.js';
+import type { refund } from '../../../workflows/refund.js';
+import { dataOf } from '../../http/envelope.js';
+import { organizer } from '../../http/route-access.js';
+import { SaleSchema, toSale } from '../../http/sale-views.js';
+import { IdParamSchema } from '../../http/schemas.js';
+import type { ApiServices } from '../../services.js';
+
+/** Contract 4.8: optional acknowledge_open_payment; `reason` (ours) is kept as the sale's failureReason. */
+const CancelBody = z
+  .object({
+    acknowledge_open_payment: z.boolean().optional().meta({
+      description: 'Cancel even though gateway B reports the payment open or cannot be read (contract part 3, rule 3)',
+    }),
+    reason: z.string().trim().min(1).max(300).optional(),
+  })
+  .optional();
+
+const RefundBody = z.object({
+  reason: z.string().trim().min(3).max(300).meta({ description: 'Why the money goes back; kept on the sale' }),
+  notifyBuyer: z.boolean().default(true).meta({ description: 'Email the buyer once the gateway confirms the refund' }),
+  force: z.boolean().default(false).meta({
+    description: 'Refund even though a ticket of the sale was used at the door (otherwise 409 SALE_ALREADY_CHECKED_IN)',
+  }),
+});
+
+const RefundOutcomeSchema = z
+  .object({
+    sale: SaleSchema,
+    refund: z.object({
+      status: z.enum(['completed', 'in_progress']).meta({
+        description: 'in_progress (HTTP 202): the gateway has not confirmed yet; the refund keeps retrying on its own',
+      }),
+      alreadyRefunded: z.boolean(),
+      gateway: z.string().nullable(),
+      refundId: z.string().nullable(),
+      gatewayStatus: z.string().nullable(),
+      reason: z.string(),
+    }),
+  })
+  .meta({ id: 'RefundOutcome' });
+
+/** How long POST /refund waits for the gateway before answering 202 (the refund goes on in its workflow). */
+const REFUND_WAIT_MS = 8_000;
+
+async function findSale(em: EntityManager, id: string) {
+  const sale = isUuid(id) ? await em.findOne(Sale, { id }) : null;
+  if (!sale) throw new AppError('NOT_FOUND', 'Sale not found');
+  return sale;
+}
+
+async function reloadSale(em: EntityManager, id: string) {
+  return em.fork().findOneOrFail(Sale, { id }, { filters: { tenant: false } });
+}
+
+export const salesOpsRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
+  app.post(
+    '/sales/:id/cancel',
+    {
+      config: organizer('ADMIN', 'sales'),
+      schema: {
+        tags: ['sales'],
+        summary: 'Cancel a sale (contract part 3, rules 1–4): stock back, tickets INVALID',
+        description:
+          'Runs the cancellation workflow `cancellation/<saleId>`. A PENDING sale is cancelled through its checkout, so a ' +
+          'cancel racing a payment ends in one outcome. A CONFIRMED sale paid through a gateway needs a refund instead ' +
+          '(409 REFUND_REQUIRED); complimentary and box-office sales are cancelled directly. Repeating a successful ' +
+          'cancel answers 200 again.',
+        params: IdParamSchema,
+        body: CancelBody,
+        response: { 200: dataOf(SaleSchema) },
+      },
+    },
+    async (request) => {
+      const sale = await findSale(request.em, request.params.id);
+      const body = request.body ?? {};
+      const result: CancellationResult = await services.temporal.workflow.execute<typeof cancellation>('cancellation', {
+        workflowId: cancellationWorkflowId(sale.id),
+        taskQueue: services.env.TEMPORAL_TASK_QUEUE,
+        args: [
+          {
+            saleId: sale.id,
+            acknowledgeOpenPayment: body.acknowledge_open_payment === true,
+            reason: body.reason ?? null,
+          },
+        ],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowExecutionTimeout: '5 minutes',
+      });
+      if (!result.ok) throw new AppError(result.code, result.message, { details: result.details });
+      return { data: toSale(await reloadSale(request.em, sale.id)) };
+    },
+  );
+
+  app.post(
+    '/sales/:id/refund',
+    {
+      config: organizer('ADMIN', 'sales'),
+      schema: {
+        tags: ['sales'],
+        summary: 'Refund a CONFIRMED sale in full through its gateway: sale REFUNDED, tickets INVALID, stock back',
+        description:
+          'Runs the refund workflow `refund/<saleId>`: gateway A refunds (idempotency key refund-<saleId>), gateway B ' +
+          'voids; retried with backoff until the gateway confirms. 200 when confirmed within a few seconds, otherwise ' +
+          '202 with refund.status in_progress (poll GET /sales/{id}). Never refunds twice: repeats join the same ' +
+          'workflow or find the sale REFUNDED. Sales that were not paid through a gateway get 409 SALE_NOT_REFUNDABLE.',
+        params: IdParamSchema,
+        body: RefundBody,
+        response: { 200: dataOf(RefundOutcomeSchema), 202: dataOf(RefundOutcomeSchema) },
+      },
+    },
+    async (request, reply) => {
+      const sale = await findSale(request.em, request.params.id);
+      const body = request.body;
+      const handle = await services.temporal.workflow.start<typeof refund>('refund', {
+        workflowId: refundWorkflowId(sale.id),
+        taskQueue: services.env.TEMPORAL_TASK_QUEUE,
+        args: [{ saleId: sale.id, reason: body.reason, force: body.force, notifyBuyer: body.notifyBuyer }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      });
+      let timer: NodeJS.Timeout | undefined;
+      const finished = await Promise.race([
+        handle.result() as Promise<RefundResult>,
+        new Promise<null>((resolve) => {
+          timer = setTimeout(() => resolve(null), REFUND_WAIT_MS);
+        }),
+      ]).finally(() => clearTimeout(timer));
+      if (finished && !finished.ok) throw new AppError(finished.code, finished.message, { details: finished.details });
+      const current = toSale(await reloadSale(request.em, sale.id));
+      if (!finished) {
+        return reply.status(202).send({
+          data: {
+            sale: current,
+            refund: {
+              status: 'in_progress' as const,
+              alreadyRefunded: false,
+              gateway: current.paymentProvider,
+              refundId: null,
+              gatewayStatus: null,
+              reason: body.reason,
+            },
+          },
+        });
+      }
+      return reply.status(200).send({
+        data: {
+          sale: current,
+          refund: {
+            status: 'completed' as const,
+            alreadyRefunded: !finished.changed,
+            gateway: finished.gateway,
+            refundId: finished.refundId,
+            gatewayStatus: finished.gatewayStatus,
+            reason: body.reason,
+          },
+        },
+      });
+    },
+  );
+};

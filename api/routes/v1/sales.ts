@@ -1,0 +1,213 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { AppError } from '../../../domain/errors.js';
+import { SALE_STATUSES } from '../../../domain/sale-state.js';
+import { isUuid } from '../../../entities/ids.js';
+import { PaymentAttempt, Sale } from '../../../entities/index.js';
+import { SALE_CHANNELS } from '../../../entities/sale.js';
+import { reserveThroughCheckout } from '../../http/checkout.js';
+import { dataOf, listOf } from '../../http/envelope.js';
+import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
+import { organizer } from '../../http/route-access.js';
+import {
+  loadItems,
+  loadTickets,
+  SaleSchema,
+  SaleWithItemsSchema,
+  TicketSummarySchema,
+  toSale,
+} from '../../http/sale-views.js';
+import { IdParamSchema, IsoDateTimeSchema } from '../../http/schemas.js';
+import { activeWorkspace } from '../../plugins/auth.js';
+import type { ApiServices } from '../../services.js';
+
+const SalesQuery = PageQuerySchema.extend({
+  status: z.enum(SALE_STATUSES).optional(),
+  channel: z.enum(SALE_CHANNELS).optional(),
+  event: z.string().max(100).optional(),
+  eventDate: z.string().max(100).optional(),
+  reference: z.string().min(1).max(20).optional(),
+  buyer: z.string().min(1).max(120).optional(),
+  from: IsoDateTimeSchema.optional(),
+  to: IsoDateTimeSchema.optional(),
+});
+
+const PaymentAttemptSchema = z
+  .object({
+    id: z.string(),
+    gateway: z.string(),
+    kind: z.string(),
+    providerPaymentId: z.string().nullable(),
+    status: z.string().nullable(),
+    statusDetail: z.string().nullable(),
+    amount: z.number().int().nullable(),
+    note: z.string().nullable(),
+    createdAt: z.string(),
+  })
+  .meta({ id: 'PaymentAttempt' });
+
+const CreateSaleBody = z.object({
+  eventDateId: z.string().min(1).max(100),
+  ticketTypeId: z.string().min(1).max(100),
+  quantity: z.number().int().min(1).max(30),
+  channel: z.enum(['ADMIN', 'POS']).default('ADMIN'),
+  complimentary: z
+    .boolean()
+    .default(false)
+    .meta({ description: 'true: free tickets (100% discount); false: paid offline at the box office' }),
+  buyer: z.object({
+    name: z.string().trim().min(2).max(120),
+    email: z.email().max(254),
+    phone: z.string().max(40).optional(),
+  }),
+});
+
+const escapeLike = (value: string): string => value.replace(/[\\%_]/g, (char) => `\\${char}`);
+
+async function findSale(request: { em: import('@mikro-orm/postgresql').EntityManager }, id: string) {
+  const sale = isUuid(id) ? await request.em.findOne(Sale, { id }) : null;
+  if (!sale) throw new AppError('NOT_FOUND', 'Sale not found');
+  return sale;
+}
+
+export const salesRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
+  app.get(
+    '/sales',
+    {
+      config: organizer('VIEWER', 'sales'),
+      schema: {
+        tags: ['sales'],
+        summary: 'List sales, newest first, with filters (contract 4.7)',
+        querystring: SalesQuery,
+        response: { 200: listOf(SaleSchema) },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const after = decodeCursor(q.cursor);
+      const where: Record<string, unknown> = {};
+      if (after) where.id = { $lt: after };
+      if (q.status) where.status = q.status;
+      if (q.channel) where.channel = q.channel;
+      if (q.event) where.event = isUuid(q.event) ? q.event : '00000000-0000-0000-0000-000000000000';
+      if (q.eventDate) where.eventDate = isUuid(q.eventDate) ? q.eventDate : '00000000-0000-0000-0000-000000000000';
+      if (q.reference) where.reference = { $ilike: `%${escapeLike(q.reference)}%` };
+      if (q.buyer) {
+        const pattern = `%${escapeLike(q.buyer)}%`;
+        where.$or = [{ buyerName: { $ilike: pattern } }, { buyerEmail: { $ilike: pattern } }];
+      }
+      if (q.from || q.to) {
+        where.createdAt = { ...(q.from ? { $gte: new Date(q.from) } : {}), ...(q.to ? { $lte: new Date(q.to) } : {}) };
+      }
+      const rows = await request.em.find(Sale, where, { orderBy: { id: 'desc' }, limit: q.limit + 1 });
+      const { items, page } = toPage(rows, q.limit);
+      return { data: items.map(toSale), page, ...(request.warnings.length ? { warnings: request.warnings } : {}) };
+    },
+  );
+
+  app.get(
+    '/sales/:id',
+    {
+      config: organizer('STAFF', 'sales'),
+      schema: {
+        tags: ['sales'],
+        summary: 'A sale with its items',
+        params: IdParamSchema,
+        response: { 200: dataOf(SaleWithItemsSchema) },
+      },
+    },
+    async (request) => {
+      const sale = await findSale(request, request.params.id);
+      return { data: { ...toSale(sale), items: await loadItems(request.em, sale.id) } };
+    },
+  );
+
+  app.get(
+    '/sales/:id/tickets',
+    {
+      config: organizer('STAFF', 'sales'),
+      schema: {
+        tags: ['sales'],
+        summary: 'Tickets of a sale',
+        params: IdParamSchema,
+        response: { 200: dataOf(z.array(TicketSummarySchema)) },
+      },
+    },
+    async (request) => {
+      const sale = await findSale(request, request.params.id);
+      return { data: await loadTickets(request.em, sale.id) };
+    },
+  );
+
+  app.get(
+    '/sales/:id/attempts',
+    {
+      config: organizer('STAFF', 'sales'),
+      schema: {
+        tags: ['sales'],
+        summary: 'Payment attempt history: opens, charges, gateway notifications, refunds',
+        params: IdParamSchema,
+        response: { 200: dataOf(z.array(PaymentAttemptSchema)) },
+      },
+    },
+    async (request) => {
+      const sale = await findSale(request, request.params.id);
+      const attempts = await request.em.find(
+        PaymentAttempt,
+        { sale: sale.id },
+        { orderBy: { createdAt: 'asc', id: 'asc' } },
+      );
+      return {
+        data: attempts.map((attempt) => ({
+          id: attempt.id,
+          gateway: attempt.gateway,
+          kind: attempt.kind,
+          providerPaymentId: attempt.providerPaymentId ?? null,
+          status: attempt.status ?? null,
+          statusDetail: attempt.statusDetail ?? null,
+          amount: attempt.amount ?? null,
+          note: attempt.note ?? null,
+          createdAt: attempt.createdAt.toISOString(),
+        })),
+      };
+    },
+  );
+
+  app.post(
+    '/sales',
+    {
+      config: organizer('ADMIN', 'sales'),
+      schema: {
+        tags: ['sales'],
+        summary: 'Create a confirmed sale without a gateway: complimentary tickets or a box-office (POS) sale',
+        body: CreateSaleBody,
+        response: { 201: dataOf(SaleWithItemsSchema) },
+      },
+    },
+    async (request, reply) => {
+      const workspace = activeWorkspace(request);
+      const body = request.body;
+      if (!isUuid(body.eventDateId) || !isUuid(body.ticketTypeId))
+        throw new AppError('NOT_FOUND', 'Event date or ticket type not found');
+      const reserved = await reserveThroughCheckout(services, {
+        origin: 'ORGANIZER',
+        channel: body.channel,
+        pinnedWorkspaceId: workspace.workspaceId,
+        eventDateId: body.eventDateId,
+        ticketTypeId: body.ticketTypeId,
+        quantity: body.quantity,
+        seats: null,
+        holdToken: null,
+        discountCode: null,
+        buyerId: null,
+        buyerEmail: body.buyer.email.toLowerCase(),
+        buyer: { name: body.buyer.name, phone: body.buyer.phone ?? null, idType: null, idNumber: null, nitDigit: null },
+        returnUrl: null,
+        confirmImmediately: true,
+        complimentary: body.complimentary,
+      });
+      const sale = await findSale(request, reserved.saleId);
+      return reply.status(201).send({ data: { ...toSale(sale), items: await loadItems(request.em, sale.id) } });
+    },
+  );
+};

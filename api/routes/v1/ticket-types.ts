@@ -1,0 +1,354 @@
+import { type FilterQuery, LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { AppError, notFound } from '../../../domain/errors.js';
+import { type FeePolicy, quoteUnit, ticketTypeFeePolicy } from '../../../domain/pricing.js';
+import { isUuid, newId } from '../../../entities/ids.js';
+import { Event, EventDate, TicketType, Workspace } from '../../../entities/index.js';
+import { adjustCapacity, createStock, type StockLevels, stockLevels } from '../../../entities/stock.js';
+import type { ITicketType } from '../../../entities/ticket-type.js';
+import { dataOf, listOf } from '../../http/envelope.js';
+import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
+import { organizer } from '../../http/route-access.js';
+import { IdParamSchema, IsoDateTimeSchema, isoOrNull } from '../../http/schemas.js';
+import { activeWorkspace } from '../../plugins/auth.js';
+
+const MAX_CAPACITY = 1_000_000;
+const MAX_AMOUNT = 1_000_000_000_000;
+
+export const TicketTypeSchema = z
+  .object({
+    id: z.string(),
+    eventId: z.string(),
+    eventDateId: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    price: z.number().int().meta({ description: 'List price per ticket, minor units' }),
+    currency: z.string().meta({ description: "The workspace's currency" }),
+    capacity: z.number().int(),
+    maxPerOrder: z.number().int(),
+    membersOnly: z.boolean(),
+    presaleStartsAt: z.string().nullable(),
+    presaleEndsAt: z.string().nullable(),
+    numbered: z.boolean().meta({ description: 'True when seatMapCategoryKey is set: the type sells exact seats' }),
+    seatMapCategoryKey: z.string().nullable(),
+    feeAbsorbedByOrganizer: z.boolean(),
+    serviceFeeBps: z.number().int().nullable().meta({ description: 'Override of the workspace fee; null inherits' }),
+    serviceFeeFixed: z.number().int().nullable().meta({ description: 'Override of the workspace fee; null inherits' }),
+    seatingSurcharge: z.number().int(),
+    sortOrder: z.number().int(),
+    sold: z.number().int().meta({ description: 'Units held by CONFIRMED sales' }),
+    reserved: z.number().int().meta({ description: 'Units held by PENDING sales' }),
+    available: z.number().int().meta({ description: 'capacity − sold − reserved' }),
+    buyerServiceFee: z
+      .number()
+      .int()
+      .meta({ description: 'Fee the buyer pays per ticket, seating surcharge included' }),
+    iva: z.number().int().meta({ description: 'IVA (19 %) on buyerServiceFee' }),
+    buyerTotal: z.number().int().meta({ description: 'price + buyerServiceFee + iva: what checkout charges' }),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'TicketType' });
+
+const Amount = z.number().int().min(0).max(MAX_AMOUNT);
+
+const TicketTypeFields = z.object({
+  name: z.string().trim().min(1).max(160),
+  description: z.string().max(5000).nullable(),
+  price: Amount.meta({ description: 'Minor units of the workspace currency' }),
+  capacity: z.number().int().min(0).max(MAX_CAPACITY),
+  maxPerOrder: z.number().int().min(1).max(30),
+  membersOnly: z.boolean(),
+  presaleStartsAt: IsoDateTimeSchema.nullable(),
+  presaleEndsAt: IsoDateTimeSchema.nullable(),
+  seatMapCategoryKey: z.string().trim().min(1).max(120).nullable(),
+  feeAbsorbedByOrganizer: z.boolean(),
+  serviceFeeBps: z.number().int().min(0).max(10_000).nullable(),
+  serviceFeeFixed: Amount.nullable(),
+  seatingSurcharge: Amount,
+  sortOrder: z.number().int().min(-1_000_000).max(1_000_000),
+});
+
+const CreateTicketTypeBody = TicketTypeFields.extend({
+  eventId: z.string().refine(isUuid, 'must be a UUID'),
+  eventDateId: z.string().refine(isUuid, 'must be a UUID').meta({ description: 'A date of eventId' }),
+  description: TicketTypeFields.shape.description.optional(),
+  maxPerOrder: TicketTypeFields.shape.maxPerOrder.default(10),
+  membersOnly: TicketTypeFields.shape.membersOnly.default(false),
+  presaleStartsAt: TicketTypeFields.shape.presaleStartsAt.optional(),
+  presaleEndsAt: TicketTypeFields.shape.presaleEndsAt.optional(),
+  seatMapCategoryKey: TicketTypeFields.shape.seatMapCategoryKey.optional(),
+  feeAbsorbedByOrganizer: TicketTypeFields.shape.feeAbsorbedByOrganizer.default(false),
+  serviceFeeBps: TicketTypeFields.shape.serviceFeeBps.optional(),
+  serviceFeeFixed: TicketTypeFields.shape.serviceFeeFixed.optional(),
+  seatingSurcharge: TicketTypeFields.shape.seatingSurcharge.default(0),
+  sortOrder: TicketTypeFields.shape.sortOrder.default(0),
+});
+
+/** PATCH is partial; a ticket type stays on its event and date. */
+const UpdateTicketTypeBody = TicketTypeFields.partial();
+
+const ListTicketTypesQuery = PageQuerySchema.extend({
+  event: z.string().refine(isUuid, 'must be a UUID').optional().meta({ description: 'Event id' }),
+  eventDate: z.string().refine(isUuid, 'must be a UUID').optional().meta({ description: 'Event date id' }),
+});
+
+const invalid = (field: string, message: string): AppError =>
+  new AppError('VALIDATION_FAILED', `${field}: ${message}`, { details: { fields: [{ field, message }] } });
+
+/** The workspace's default fee policy (ticket types override parts of it). */
+async function workspaceFeePolicy(em: EntityManager, workspaceId: string): Promise<FeePolicy> {
+  const workspace = await em.findOneOrFail(Workspace, { id: workspaceId });
+  return {
+    serviceFeeBps: workspace.serviceFeeBps,
+    serviceFeeFixed: workspace.serviceFeeFixed,
+    feeAbsorbedByOrganizer: false,
+    seatingSurcharge: 0,
+  };
+}
+
+function toTicketType(type: ITicketType, stock: StockLevels | undefined, workspaceDefault: FeePolicy) {
+  const numbered = type.seatMapCategoryKey != null;
+  const quote = quoteUnit({
+    price: type.price,
+    numbered,
+    feePolicy: ticketTypeFeePolicy(workspaceDefault, type),
+  });
+  return {
+    id: type.id,
+    eventId: type.event,
+    eventDateId: type.eventDate,
+    name: type.name,
+    description: type.description ?? null,
+    price: type.price,
+    currency: type.currency,
+    capacity: type.capacity,
+    maxPerOrder: type.maxPerOrder,
+    membersOnly: type.membersOnly,
+    presaleStartsAt: isoOrNull(type.presaleStartsAt),
+    presaleEndsAt: isoOrNull(type.presaleEndsAt),
+    numbered,
+    seatMapCategoryKey: type.seatMapCategoryKey ?? null,
+    feeAbsorbedByOrganizer: type.feeAbsorbedByOrganizer,
+    serviceFeeBps: type.serviceFeeBps ?? null,
+    serviceFeeFixed: type.serviceFeeFixed ?? null,
+    seatingSurcharge: type.seatingSurcharge,
+    sortOrder: type.sortOrder,
+    sold: stock?.sold ?? 0,
+    reserved: stock?.reserved ?? 0,
+    available: stock?.available ?? 0,
+    buyerServiceFee: quote.buyerServiceFee,
+    iva: quote.iva,
+    buyerTotal: quote.buyerTotal,
+    createdAt: type.createdAt.toISOString(),
+    updatedAt: type.updatedAt.toISOString(),
+  };
+}
+
+/** One ticket type as the API shows it: stock figures and the buyer quote read fresh. */
+async function present(em: EntityManager, workspaceId: string, type: ITicketType) {
+  const [levels, policy] = await Promise.all([stockLevels(em, [type.id]), workspaceFeePolicy(em, workspaceId)]);
+  return toTicketType(type, levels.get(type.id), policy);
+}
+
+async function findTicketType(em: EntityManager, id: string, options: { lock?: boolean } = {}): Promise<ITicketType> {
+  const type = isUuid(id)
+    ? await em.findOne(TicketType, { id }, options.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {})
+    : null;
+  if (!type) throw notFound('Ticket type');
+  return type;
+}
+
+function assertPresaleWindow(startsAt: Date | null, endsAt: Date | null): void {
+  if (startsAt && endsAt && endsAt.getTime() <= startsAt.getTime()) {
+    throw invalid('body.presaleEndsAt', 'must be after presaleStartsAt');
+  }
+}
+
+const toDate = (value: string | null | undefined): Date | null => (value ? new Date(value) : null);
+
+export const ticketTypeRoutes: FastifyPluginAsyncZod = async (app) => {
+  app.get(
+    '/ticket-types',
+    {
+      config: organizer('VIEWER', 'events'),
+      schema: {
+        tags: ['ticket-types'],
+        summary: 'List ticket types, newest first, with stock figures and the buyer quote',
+        querystring: ListTicketTypesQuery,
+        response: { 200: listOf(TicketTypeSchema) },
+      },
+    },
+    async (request) => {
+      const workspace = activeWorkspace(request);
+      const { limit, cursor, event, eventDate } = request.query;
+      const after = decodeCursor(cursor);
+      const where: FilterQuery<ITicketType> = {
+        ...(after ? { id: { $lt: after } } : {}),
+        ...(event ? { event } : {}),
+        ...(eventDate ? { eventDate } : {}),
+      };
+      const rows = await request.em.find(TicketType, where, { orderBy: { id: 'desc' }, limit: limit + 1 });
+      const { items, page } = toPage(rows, limit);
+      const [levels, policy] = await Promise.all([
+        stockLevels(
+          request.em,
+          items.map((type) => type.id),
+        ),
+        workspaceFeePolicy(request.em, workspace.workspaceId),
+      ]);
+      return {
+        data: items.map((type) => toTicketType(type, levels.get(type.id), policy)),
+        page,
+        ...(request.warnings.length ? { warnings: request.warnings } : {}),
+      };
+    },
+  );
+
+  app.post(
+    '/ticket-types',
+    {
+      config: organizer('ADMIN', 'events'),
+      schema: {
+        tags: ['ticket-types'],
+        summary: 'Create a ticket type and its stock',
+        body: CreateTicketTypeBody,
+        response: { 201: dataOf(TicketTypeSchema) },
+      },
+    },
+    async (request, reply) => {
+      const workspace = activeWorkspace(request);
+      const body = request.body;
+      const presaleStartsAt = toDate(body.presaleStartsAt);
+      const presaleEndsAt = toDate(body.presaleEndsAt);
+      assertPresaleWindow(presaleStartsAt, presaleEndsAt);
+      const created = await request.em.transactional(async (tx) => {
+        // The event row is locked so a concurrent cancel or delete cannot slip between the check and the insert.
+        const event = await tx.findOne(Event, { id: body.eventId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        if (!event) throw invalid('body.eventId', 'no event with this id in your workspace');
+        if (event.status === 'CANCELLED') {
+          throw new AppError('INVALID_STATE', `Event ${event.id} is cancelled; it cannot get new ticket types`, {
+            details: { reason: 'event_cancelled' },
+          });
+        }
+        const date = await tx.findOne(EventDate, { id: body.eventDateId, event: event.id });
+        if (!date) throw invalid('body.eventDateId', 'no date with this id in event eventId');
+        const currency = (await tx.findOneOrFail(Workspace, { id: workspace.workspaceId })).currency;
+        const type = tx.create(TicketType, {
+          id: newId(),
+          workspace: workspace.workspaceId,
+          event: event.id,
+          eventDate: date.id,
+          name: body.name,
+          description: body.description ?? null,
+          price: body.price,
+          currency,
+          capacity: body.capacity,
+          maxPerOrder: body.maxPerOrder,
+          membersOnly: body.membersOnly,
+          presaleStartsAt,
+          presaleEndsAt,
+          seatMapCategoryKey: body.seatMapCategoryKey ?? null,
+          feeAbsorbedByOrganizer: body.feeAbsorbedByOrganizer,
+          serviceFeeBps: body.serviceFeeBps ?? null,
+          serviceFeeFixed: body.serviceFeeFixed ?? null,
+          seatingSurcharge: body.seatingSurcharge,
+          sortOrder: body.sortOrder,
+          deletedAt: null,
+        });
+        await tx.flush();
+        await createStock(tx, type.id, type.capacity);
+        return type;
+      });
+      return reply.status(201).send({ data: await present(request.em, workspace.workspaceId, created) });
+    },
+  );
+
+  app.get(
+    '/ticket-types/:id',
+    {
+      config: organizer('VIEWER', 'events'),
+      schema: {
+        tags: ['ticket-types'],
+        summary: 'Get a ticket type with stock figures and the buyer quote',
+        params: IdParamSchema,
+        response: { 200: dataOf(TicketTypeSchema) },
+      },
+    },
+    async (request) => {
+      const workspace = activeWorkspace(request);
+      const type = await findTicketType(request.em, request.params.id);
+      return { data: await present(request.em, workspace.workspaceId, type) };
+    },
+  );
+
+  app.patch(
+    '/ticket-types/:id',
+    {
+      config: organizer('ADMIN', 'events'),
+      schema: {
+        tags: ['ticket-types'],
+        summary: 'Update a ticket type (partial)',
+        description:
+          'Changing capacity adjusts the stock under lock; shrinking below what is sold or reserved is refused with 409.',
+        params: IdParamSchema,
+        body: UpdateTicketTypeBody,
+        response: { 200: dataOf(TicketTypeSchema) },
+      },
+    },
+    async (request) => {
+      const workspace = activeWorkspace(request);
+      const body = request.body;
+      const updated = await request.em.transactional(async (tx) => {
+        const type = await findTicketType(tx, request.params.id, { lock: true });
+        const presaleStartsAt =
+          body.presaleStartsAt !== undefined ? toDate(body.presaleStartsAt) : (type.presaleStartsAt ?? null);
+        const presaleEndsAt =
+          body.presaleEndsAt !== undefined ? toDate(body.presaleEndsAt) : (type.presaleEndsAt ?? null);
+        assertPresaleWindow(presaleStartsAt, presaleEndsAt);
+        if (body.capacity !== undefined && body.capacity !== type.capacity) {
+          await adjustCapacity(tx, type.id, body.capacity - type.capacity);
+          type.capacity = body.capacity;
+        }
+        type.presaleStartsAt = presaleStartsAt;
+        type.presaleEndsAt = presaleEndsAt;
+        if (body.name !== undefined) type.name = body.name;
+        if (body.description !== undefined) type.description = body.description;
+        if (body.price !== undefined) type.price = body.price;
+        if (body.maxPerOrder !== undefined) type.maxPerOrder = body.maxPerOrder;
+        if (body.membersOnly !== undefined) type.membersOnly = body.membersOnly;
+        if (body.seatMapCategoryKey !== undefined) type.seatMapCategoryKey = body.seatMapCategoryKey;
+        if (body.feeAbsorbedByOrganizer !== undefined) type.feeAbsorbedByOrganizer = body.feeAbsorbedByOrganizer;
+        if (body.serviceFeeBps !== undefined) type.serviceFeeBps = body.serviceFeeBps;
+        if (body.serviceFeeFixed !== undefined) type.serviceFeeFixed = body.serviceFeeFixed;
+        if (body.seatingSurcharge !== undefined) type.seatingSurcharge = body.seatingSurcharge;
+        if (body.sortOrder !== undefined) type.sortOrder = body.sortOrder;
+        return type;
+      });
+      return { data: await present(request.em, workspace.workspaceId, updated) };
+    },
+  );
+
+  app.delete(
+    '/ticket-types/:id',
+    {
+      config: organizer('ADMIN', 'events'),
+      schema: {
+        tags: ['ticket-types'],
+        summary: 'Soft-delete a ticket type (stops its sales; tickets already sold stay valid)',
+        params: IdParamSchema,
+        response: { 200: dataOf(TicketTypeSchema) },
+      },
+    },
+    async (request) => {
+      const workspace = activeWorkspace(request);
+      const type = await findTicketType(request.em, request.params.id);
+      type.deletedAt = new Date();
+      await request.em.flush();
+      request.log.info({ ticketTypeId: type.id }, 'ticket type deleted');
+      return { data: await present(request.em, workspace.workspaceId, type) };
+    },
+  );
+};

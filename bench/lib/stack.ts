@@ -1,0 +1,175 @@
+/**
+ * The benchmark's own isolated stack, started the way scripts/test.ts starts the test stack: a disposable
+ * PostgreSQL database, a Redis database index, a Temporal dev server (SQLite file, like the tests), the sandbox
+ * providers, the worker and the API as child processes on free ports — plus a bench-only worker that runs the empty
+ * workflow of the orchestration baseline. API and worker load bench/lib/probe.ts, which records event-loop lag.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { dropDatabase, recreateDatabase } from '../../scripts/support/database.js';
+import {
+  freePorts,
+  httpOk,
+  isPortOpen,
+  type ManagedProcess,
+  startProcess,
+  waitFor,
+} from '../../scripts/support/processes.js';
+import { startTemporalDevServer, temporalBinary } from '../../scripts/support/temporal.js';
+import { SEARCH_ATTRIBUTES } from '../../workflows/definitions.js';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const BENCH_TASK_QUEUE = 'ticketing-bench';
+export const EMPTY_TASK_QUEUE = 'bench-empty';
+
+/**
+ * How the Temporal dev server persists: `file` is exactly what scripts/test.ts runs (SQLite file, default pragmas);
+ * `wal` is the same file with journal_mode=WAL and synchronous=NORMAL; `memory` keeps everything in memory. The
+ * dev server is the only Temporal on this machine; the modes show how much of the ceiling is its persistence.
+ */
+export type TemporalMode = 'file' | 'wal' | 'memory';
+
+async function startTemporal(
+  mode: TemporalMode,
+  options: { port: number; uiPort: number; dbFile: string; logFile: string },
+): Promise<ManagedProcess> {
+  if (mode === 'file') return startTemporalDevServer(options);
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--ui-port',
+    String(options.uiPort),
+    '--namespace',
+    'default',
+    '--log-level',
+    'warn',
+    ...(mode === 'wal'
+      ? [
+          '--db-filename',
+          options.dbFile,
+          '--sqlite-pragma',
+          'journal_mode=wal',
+          '--sqlite-pragma',
+          'synchronous=normal',
+        ]
+      : []),
+    ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+  ];
+  const server = startProcess({ name: 'temporal', command: temporalBinary(), args, logFile: options.logFile });
+  await waitFor(`Temporal on port ${options.port}`, () => isPortOpen(options.port), { process: server });
+  await waitFor('Temporal UI', () => httpOk(`http://127.0.0.1:${options.uiPort}/`), { process: server });
+  return server;
+}
+
+export interface BenchStack {
+  env: Record<string, string>;
+  apiUrl: string;
+  sandboxUrl: string;
+  temporalAddress: string;
+  work: string;
+  logDir: string;
+  processes: { temporal: ManagedProcess; sandbox: ManagedProcess; worker: ManagedProcess; api: ManagedProcess };
+  emptyWorker: ManagedProcess;
+  probeFile(name: 'api' | 'worker'): string;
+  stop(): Promise<void>;
+}
+
+function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ...env } });
+    child.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
+}
+
+export async function startBenchStack(options: {
+  databaseUrl: string;
+  redisUrl: string;
+  poolMax: number;
+  temporalMode: TemporalMode;
+  log: (line: string) => void;
+}): Promise<BenchStack> {
+  const work = mkdtempSync(join(tmpdir(), 'ticketing-bench-'));
+  const logDir = join(ROOT, '.dev', 'bench-logs', `${process.pid}`);
+  mkdirSync(logDir, { recursive: true });
+  const [temporalPort = 0, temporalUiPort = 0, sandboxPort = 0, smtpPort = 0, apiPort = 0] = await freePorts(5);
+  const env: Record<string, string> = {
+    NODE_ENV: 'test',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+    DATABASE_URL: options.databaseUrl,
+    DATABASE_POOL_MAX: String(options.poolMax),
+    REDIS_URL: options.redisUrl,
+    TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
+    TEMPORAL_TASK_QUEUE: BENCH_TASK_QUEUE,
+    SANDBOX_URL: `http://127.0.0.1:${sandboxPort}`,
+    SANDBOX_PORT: String(sandboxPort),
+    SANDBOX_SMTP_PORT: String(smtpPort),
+    SMTP_PORT: String(smtpPort),
+    PUBLIC_ORIGIN: `http://127.0.0.1:${apiPort}`,
+    API_PORT: String(apiPort),
+    GATEWAY_B_WEBHOOK_URL: `http://127.0.0.1:${apiPort}/api/v1/webhooks/gateway-b`,
+  };
+  const started: ManagedProcess[] = [];
+  const stop = async () => {
+    for (const child of [...started].reverse()) await child.stop('SIGTERM', 10_000).catch(() => undefined);
+    rmSync(work, { recursive: true, force: true });
+    if (!process.env.KEEP_BENCH_DATABASE) await dropDatabase(options.databaseUrl).catch(() => undefined);
+  };
+  try {
+    options.log(`stack: database ${new URL(options.databaseUrl).pathname.slice(1)}, redis ${options.redisUrl}`);
+    await recreateDatabase(options.databaseUrl);
+    if ((await run(process.execPath, ['--import', 'tsx', 'scripts/migrations.ts', 'up'], env)) !== 0) {
+      throw new Error('migrations failed');
+    }
+    options.log(`stack: temporal dev server (${options.temporalMode})`);
+    const temporal = await startTemporal(options.temporalMode, {
+      port: temporalPort,
+      uiPort: temporalUiPort,
+      dbFile: join(work, 'temporal.sqlite'),
+      logFile: join(logDir, 'temporal.log'),
+    });
+    started.push(temporal);
+    const probe = pathToFileURL(join(ROOT, 'bench', 'lib', 'probe.ts')).href;
+    const node = (name: string, entry: string, extra: Record<string, string> = {}, withProbe = false) =>
+      startProcess({
+        name,
+        command: process.execPath,
+        args: ['--import', 'tsx', ...(withProbe ? ['--import', probe] : []), entry],
+        env: { ...env, ...extra, ...(withProbe ? { BENCH_PROBE_FILE: join(logDir, `${name}.probe.jsonl`) } : {}) },
+        cwd: ROOT,
+        logFile: join(logDir, `${name}.log`),
+      });
+    options.log('stack: sandbox, worker, api, bench worker');
+    const sandbox = node('sandbox', 'sandbox/main.ts');
+    started.push(sandbox);
+    await waitFor('sandbox', () => httpOk(`${env.SANDBOX_URL}/control/health`), { process: sandbox });
+    const worker = node('worker', 'worker/main.ts', {}, true);
+    started.push(worker);
+    const api = node('api', 'api/main.ts', {}, true);
+    started.push(api);
+    const emptyWorker = node('bench-worker', 'bench/lib/empty-worker.ts', { TEMPORAL_TASK_QUEUE: EMPTY_TASK_QUEUE });
+    started.push(emptyWorker);
+    await waitFor('API', () => httpOk(`http://127.0.0.1:${apiPort}/health/live`), { process: api });
+    return {
+      env,
+      apiUrl: `http://127.0.0.1:${apiPort}`,
+      sandboxUrl: env.SANDBOX_URL ?? '',
+      temporalAddress: env.TEMPORAL_ADDRESS ?? '',
+      work,
+      logDir,
+      processes: { temporal, sandbox, worker, api },
+      emptyWorker,
+      probeFile: (name) => join(logDir, `${name}.probe.jsonl`),
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

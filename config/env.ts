@@ -1,0 +1,118 @@
+import { z } from 'zod';
+
+/**
+ * Process configuration, read once from the environment. Every default is the local dev stack's, so a
+ * newcomer needs no .env file; production overrides each by variable.
+ */
+const EnvSchema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  API_HOST: z.string().default('127.0.0.1'),
+  API_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  /** Origin the service is reached at; used for absolute links (return URLs, waiting room, docs). */
+  PUBLIC_ORIGIN: z.string().url().default('http://127.0.0.1:3000'),
+  /**
+   * Origin gateways use to reach our notification endpoints, when it differs from the browsers' (inside a
+   * container network, for example). Defaults to PUBLIC_ORIGIN.
+   */
+  GATEWAY_NOTIFICATION_ORIGIN: z.string().url().optional(),
+  DATABASE_URL: z.string().default('postgres://postgres@127.0.0.1:5432/ticketing'),
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).default(20),
+  REDIS_URL: z.string().default('redis://127.0.0.1:6379/0'),
+  TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().default('ticketing'),
+  /** Live keys look like `<prefix>_live_<secret>` (contract 5.1). */
+  API_KEY_PREFIX: z
+    .string()
+    .regex(/^[a-z]{2,10}$/)
+    .default('tkt'),
+  /** 32-byte key (hex or base64) that encrypts stored signing secrets. Dev default is public on purpose. */
+  SECRETS_ENCRYPTION_KEY: z.string().default('6465762d6f6e6c792d6b65792d646f2d6e6f742d7573652d696e2d70726f6421'),
+  /**
+   * Which proxies may set X-Forwarded-For (the client address the rate limits count): `loopback` by default; set the
+   * load balancer's addresses or hop count in production. Trusting every sender would let clients dodge limits.
+   */
+  TRUST_PROXY: z.string().default('loopback'),
+  MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  PUBLIC_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(120),
+  SANDBOX_URL: z.string().url().default('http://127.0.0.1:4010'),
+  /** Provider base URLs; unset means the local sandbox (`<SANDBOX_URL>/gateway-a`, …). */
+  GATEWAY_A_BASE_URL: z.string().url().optional(),
+  GATEWAY_B_BASE_URL: z.string().url().optional(),
+  SEATMAP_BASE_URL: z.string().url().optional(),
+  /** Provider credentials. The defaults are the sandbox's public dev values (sandbox/config.ts), never real ones. */
+  GATEWAY_A_ACCESS_TOKEN: z.string().default('TEST-4010000000000000-000000-sandbox-access-token-dev'),
+  GATEWAY_A_PUBLIC_KEY: z.string().default('TEST-sandbox-public-key-dev'),
+  GATEWAY_A_WEBHOOK_SECRET: z.string().default('dev-gateway-a-webhook-secret'),
+  GATEWAY_B_API_KEY: z.string().default('dev-gateway-b-api-key'),
+  GATEWAY_B_SECRET_KEY: z.string().default('dev-gateway-b-secret-key'),
+  GATEWAY_B_RENDER_MODE: z.string().default('embedded'),
+  SEATMAP_SECRET_KEY: z.string().default('dev-seatmap-secret-key'),
+  SMTP_HOST: z.string().default('127.0.0.1'),
+  SMTP_PORT: z.coerce.number().int().default(2525),
+  MAIL_FROM: z.string().default('Tickets <tickets@ticketing.local>'),
+  /** How long a closed sale keeps listening for a late payment before giving up (it is then resumed on demand). */
+  LATE_PAYMENT_GRACE_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(24 * 60 * 60 * 1000),
+  /**
+   * Shortens every payment window to this many ms, for tests and demos only; refused in production, where the
+   * date's paymentWindowMinutes (never below 10) always applies.
+   */
+  PAYMENT_WINDOW_OVERRIDE_MS: z.coerce.number().int().min(1000).optional(),
+  /** Hosts a checkout returnUrl may point to (the enterprise allowlist); others are ignored, not refused. */
+  RETURN_URL_ALLOWED_HOSTS: z.string().default('127.0.0.1,localhost'),
+  // ---------------------------------------------------------------- organizer webhooks (sales operations)
+  /**
+   * Global switch for organizer webhook delivery. `false` is the contract's "delivery is paused" state: endpoints can
+   * be registered, listed, edited and deleted, events wait in the outbox, and nothing is sent until it is `true`.
+   */
+  WEBHOOK_DELIVERY_ENABLED: z.stringbool().default(true),
+  /**
+   * Lets webhook URLs point at private, loopback and link-local addresses (on-premise installs whose receivers live
+   * on the internal network, and tests with a local receiver). Never set it on a multi-tenant deployment: it turns
+   * webhooks into a way to reach internal services (SSRF).
+   */
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: z.stringbool().default(false),
+  /** An endpoint is paused after this many consecutive failed delivery attempts. */
+  WEBHOOK_PAUSE_AFTER_FAILURES: z.coerce.number().int().min(1).default(10),
+  /** Attempts per event (first POST included) and the first backoff; later waits double up to WEBHOOK_RETRY_MAX_MS. */
+  WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(6),
+  WEBHOOK_RETRY_INITIAL_MS: z.coerce.number().int().min(100).default(5_000),
+  WEBHOOK_RETRY_MAX_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .default(10 * 60_000),
+  /** A receiver must answer 2xx within this time (contract part 6: 5 seconds). */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
+});
+
+export type Env = z.infer<typeof EnvSchema>;
+
+export function loadEnv(source: NodeJS.ProcessEnv = process.env): Env {
+  const parsed = EnvSchema.safeParse(source);
+  if (parsed.success && parsed.data.NODE_ENV === 'production' && parsed.data.PAYMENT_WINDOW_OVERRIDE_MS !== undefined) {
+    throw new Error(
+      'Invalid configuration: PAYMENT_WINDOW_OVERRIDE_MS is for tests and demos and is refused in production',
+    );
+  }
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
+    throw new Error(`Invalid configuration: ${problems}`);
+  }
+  return parsed.data;
+}
+
+/** Where each external provider lives: its configured URL, or the sandbox's stand-in. */
+export function providerUrls(env: Env): { gatewayA: string; gatewayB: string; seatMap: string } {
+  const sandbox = env.SANDBOX_URL.replace(/\/$/, '');
+  return {
+    gatewayA: env.GATEWAY_A_BASE_URL ?? `${sandbox}/gateway-a`,
+    gatewayB: env.GATEWAY_B_BASE_URL ?? `${sandbox}/gateway-b`,
+    seatMap: env.SEATMAP_BASE_URL ?? `${sandbox}/seatmap`,
+  };
+}

@@ -1,0 +1,298 @@
+/**
+ * Pricing: the single place that computes money for quotes (public availability), checkout charges (the sale's
+ * subtotal, discountAmount, serviceFee, iva, total) and reports/settlements. Nothing else multiplies a price.
+ *
+ * Rules
+ * 1. All amounts are integer minor units (see money.ts). The only rounding is `mulDivRoundHalfUp` (round half up).
+ *    Fees and IVA are rounded per ticket, never on a sum, so each order fee is an exact multiple of a per-ticket
+ *    amount; a percentage discount is rounded once, on the order's ticket subtotal.
+ * 2. Fee policy (per workspace, optionally overridden per ticket type, see `resolveFeePolicy`):
+ *    - service fee per ticket = round½↑(list price × serviceFeeBps / 10 000) + serviceFeeFixed;
+ *    - feeAbsorbedByOrganizer: the buyer pays no service fee; the organizer pays it out of the settlement
+ *      (`organizerServiceFee`);
+ *    - seatingSurcharge: a flat amount per seat of a numbered ticket type, always paid by the buyer, even when the
+ *      organizer absorbs the service fee. It is part of the buyer service fee;
+ *    - IVA: 19 % (`IVA_BPS` = 1900) of the buyer service fee (seating surcharge included), rounded half up per ticket.
+ * 3. Unit quote (the contract's PublicTicketType): buyerServiceFee = (absorbed ? 0 : service fee) + surcharge;
+ *    buyerTotal = price + buyerServiceFee + iva, exactly. A ticket type whose list price is 0 carries no fee,
+ *    surcharge or IVA (a free ticket is free), which is what checkout charges for it (rule 5).
+ * 4. Order: subtotal = quantity × list price; fees and IVA are per ticket on the list price and scale exactly with
+ *    quantity: serviceFee = quantity × unit buyerServiceFee, iva = quantity × unit iva. Without a discount,
+ *    total = quantity × unit buyerTotal, so a quote always equals the charge.
+ * 5. Discount: applies to the ticket subtotal only, never to fees or IVA, and never exceeds the subtotal.
+ *    PERCENT: value 0–100 (at most two decimals), discountAmount = round½↑(subtotal × value / 100).
+ *    FIXED: value in minor units per order, discountAmount = min(value, subtotal).
+ *    When the discounted subtotal is 0 the order is free: no service fee, no surcharge, no IVA, total 0, free true
+ *    (the sale is confirmed without a gateway).
+ * 6. total = subtotal − discountAmount + serviceFee + iva ≥ 0.
+ * 7. Settlement (`organizerNet`, over confirmed sales): gross = Σ (subtotal − discountAmount), the ticket revenue that
+ *    belongs to the organizer; fees = Σ organizerServiceFee (absorbed fees); netPayable = gross − fees, which can be
+ *    negative when absorbed fees exceed heavily discounted revenue. Buyer fees and IVA are the platform's and are
+ *    never paid out: collected = gross + buyerServiceFees + buyerIva.
+ *    Not decided yet, so not computed: IVA the platform may owe on fees the organizer absorbs.
+ *
+ * Pure: no I/O, no clock. Safe to import from Temporal workflow code.
+ */
+import {
+  addMinor,
+  applyBps,
+  assertMinorUnits,
+  BPS_PER_UNIT,
+  type MinorUnits,
+  multiplyMinor,
+  percentToBps,
+  subtractMinor,
+} from './money.js';
+
+/** IVA (Colombian VAT) on the service fee: 19 %. */
+export const IVA_BPS = 1900;
+
+export interface FeePolicy {
+  /** Service fee as basis points of the unit list price (1000 = 10 %), 0–10 000. */
+  readonly serviceFeeBps: number;
+  /** Fixed service fee per ticket, minor units. */
+  readonly serviceFeeFixed: MinorUnits;
+  /** The buyer pays no service fee; the organizer pays it from the settlement. */
+  readonly feeAbsorbedByOrganizer: boolean;
+  /** Flat surcharge per seat of a numbered ticket type, minor units; always paid by the buyer. */
+  readonly seatingSurcharge: MinorUnits;
+}
+
+/** A policy with no fees at all (complimentary channels, tests). */
+export const NO_FEES: FeePolicy = Object.freeze({
+  serviceFeeBps: 0,
+  serviceFeeFixed: 0,
+  feeAbsorbedByOrganizer: false,
+  seatingSurcharge: 0,
+});
+
+/** Throws a RangeError when a field of the policy is out of range. */
+export function assertFeePolicy(policy: FeePolicy): FeePolicy {
+  if (!Number.isSafeInteger(policy.serviceFeeBps) || policy.serviceFeeBps < 0 || policy.serviceFeeBps > BPS_PER_UNIT) {
+    throw new RangeError(`serviceFeeBps must be an integer between 0 and ${BPS_PER_UNIT}, got ${policy.serviceFeeBps}`);
+  }
+  assertMinorUnits(policy.serviceFeeFixed, 'serviceFeeFixed');
+  assertMinorUnits(policy.seatingSurcharge, 'seatingSurcharge');
+  return policy;
+}
+
+/** The ticket type's own policy fields, where set, over the workspace default. */
+export function resolveFeePolicy(
+  workspaceDefault: FeePolicy,
+  ticketTypeOverride?: Partial<FeePolicy> | null,
+): FeePolicy {
+  const merged: FeePolicy = {
+    serviceFeeBps: ticketTypeOverride?.serviceFeeBps ?? workspaceDefault.serviceFeeBps,
+    serviceFeeFixed: ticketTypeOverride?.serviceFeeFixed ?? workspaceDefault.serviceFeeFixed,
+    feeAbsorbedByOrganizer: ticketTypeOverride?.feeAbsorbedByOrganizer ?? workspaceDefault.feeAbsorbedByOrganizer,
+    seatingSurcharge: ticketTypeOverride?.seatingSurcharge ?? workspaceDefault.seatingSurcharge,
+  };
+  return assertFeePolicy(merged);
+}
+
+/** Per-ticket amounts, as the public availability shows them (PublicTicketType). */
+export interface UnitQuote {
+  /** List price. */
+  readonly price: MinorUnits;
+  /** Fee paid by the buyer, seating surcharge included. */
+  readonly buyerServiceFee: MinorUnits;
+  /** Part of buyerServiceFee that is the seating surcharge (0 for general admission). */
+  readonly seatingSurcharge: MinorUnits;
+  /** IVA on buyerServiceFee. */
+  readonly iva: MinorUnits;
+  /** price + buyerServiceFee + iva: what checkout charges per ticket. */
+  readonly buyerTotal: MinorUnits;
+  /** Service fee the organizer pays from the settlement (absorbed fee), 0 otherwise. */
+  readonly organizerServiceFee: MinorUnits;
+}
+
+export interface QuoteUnitInput {
+  readonly price: MinorUnits;
+  readonly feePolicy: FeePolicy;
+  /** True for numbered (seated) ticket types. */
+  readonly numbered: boolean;
+}
+
+export function quoteUnit({ price, feePolicy, numbered }: QuoteUnitInput): UnitQuote {
+  assertMinorUnits(price, 'price');
+  assertFeePolicy(feePolicy);
+  if (price === 0) {
+    return { price: 0, buyerServiceFee: 0, seatingSurcharge: 0, iva: 0, buyerTotal: 0, organizerServiceFee: 0 };
+  }
+  const serviceFee = addMinor(applyBps(price, feePolicy.serviceFeeBps), feePolicy.serviceFeeFixed);
+  const seatingSurcharge = numbered ? feePolicy.seatingSurcharge : 0;
+  const buyerServiceFee = addMinor(feePolicy.feeAbsorbedByOrganizer ? 0 : serviceFee, seatingSurcharge);
+  const iva = applyBps(buyerServiceFee, IVA_BPS);
+  return {
+    price,
+    buyerServiceFee,
+    seatingSurcharge,
+    iva,
+    buyerTotal: addMinor(price, buyerServiceFee, iva),
+    organizerServiceFee: feePolicy.feeAbsorbedByOrganizer ? serviceFee : 0,
+  };
+}
+
+export type Discount =
+  /** value: percentage of the ticket subtotal, 0–100, at most two decimals. */
+  | { readonly type: 'PERCENT'; readonly value: number }
+  /** value: minor units off the order's ticket subtotal. */
+  | { readonly type: 'FIXED'; readonly value: MinorUnits };
+
+/** Amount a discount takes off a ticket subtotal: never more than the subtotal (rule 5). */
+export function discountAmountFor(subtotal: MinorUnits, discount: Discount | null | undefined): MinorUnits {
+  assertMinorUnits(subtotal, 'subtotal');
+  if (!discount) return 0;
+  const raw =
+    discount.type === 'PERCENT'
+      ? applyBps(subtotal, percentToBps(discount.value))
+      : assertMinorUnits(discount.value, 'discount value');
+  return Math.min(raw, subtotal);
+}
+
+export interface PriceOrderInput {
+  /** List price of one ticket. */
+  readonly unitPrice: MinorUnits;
+  /** Tickets in the order, ≥ 1 (the contract's per-item limit 1–30 is checked at the API edge). */
+  readonly quantity: number;
+  readonly feePolicy: FeePolicy;
+  readonly numbered: boolean;
+  readonly discount?: Discount | null;
+}
+
+/** An order's amounts, as stored on the sale (subtotal, discountAmount, serviceFee, iva, total). */
+export interface OrderPrice {
+  readonly quantity: number;
+  /** quantity × list price. */
+  readonly subtotal: MinorUnits;
+  readonly discountAmount: MinorUnits;
+  /** Buyer service fee for the order, seating surcharge included; 0 when free. */
+  readonly serviceFee: MinorUnits;
+  /** Part of serviceFee that is seating surcharge. */
+  readonly seatingSurcharge: MinorUnits;
+  readonly iva: MinorUnits;
+  /** subtotal − discountAmount + serviceFee + iva: the amount to charge. */
+  readonly total: MinorUnits;
+  /** Absorbed service fee the organizer pays from the settlement; 0 when free. */
+  readonly organizerServiceFee: MinorUnits;
+  /** True when the discounted subtotal is 0: confirmed without a gateway, total 0. */
+  readonly free: boolean;
+  /** The per-ticket quote the order was built from. */
+  readonly unit: UnitQuote;
+}
+
+export function priceOrder({ unitPrice, quantity, feePolicy, numbered, discount }: PriceOrderInput): OrderPrice {
+  if (!Number.isSafeInteger(quantity) || quantity < 1) {
+    throw new RangeError(`quantity must be a positive integer, got ${quantity}`);
+  }
+  const unit = quoteUnit({ price: unitPrice, feePolicy, numbered });
+  const subtotal = multiplyMinor(unit.price, quantity);
+  const discountAmount = discountAmountFor(subtotal, discount);
+  const ticketAmount = subtractMinor(subtotal, discountAmount);
+  const free = ticketAmount === 0;
+  const serviceFee = free ? 0 : multiplyMinor(unit.buyerServiceFee, quantity);
+  const iva = free ? 0 : multiplyMinor(unit.iva, quantity);
+  return {
+    quantity,
+    subtotal,
+    discountAmount,
+    serviceFee,
+    seatingSurcharge: free ? 0 : multiplyMinor(unit.seatingSurcharge, quantity),
+    iva,
+    total: addMinor(ticketAmount, serviceFee, iva),
+    organizerServiceFee: free ? 0 : multiplyMinor(unit.organizerServiceFee, quantity),
+    free,
+    unit,
+  };
+}
+
+/** The stored amounts of one confirmed sale, as a settlement or report reads them. */
+export interface SaleAmounts {
+  readonly quantity: number;
+  readonly subtotal: MinorUnits;
+  readonly discountAmount: MinorUnits;
+  readonly serviceFee: MinorUnits;
+  readonly iva: MinorUnits;
+  readonly total: MinorUnits;
+  readonly organizerServiceFee: MinorUnits;
+}
+
+export interface SettlementSummary {
+  readonly salesCount: number;
+  readonly unitsSold: number;
+  /** Σ total: everything buyers paid. */
+  readonly collected: MinorUnits;
+  /** Σ (subtotal − discountAmount): ticket revenue belonging to the organizer. */
+  readonly gross: MinorUnits;
+  /** Σ buyer service fees (platform revenue, not paid out). */
+  readonly buyerServiceFees: MinorUnits;
+  /** Σ IVA collected on buyer service fees (not paid out). */
+  readonly buyerIva: MinorUnits;
+  /** Σ absorbed service fees, deducted from the organizer's revenue. */
+  readonly fees: MinorUnits;
+  /** gross − fees: what the organizer is owed; a signed integer (negative means the organizer owes). */
+  readonly netPayable: number;
+}
+
+/**
+ * Settlement figures for a set of CONFIRMED sales (the caller filters by status). Checks each sale's stored
+ * amounts add up (total = subtotal − discountAmount + serviceFee + iva), so a corrupt row fails loudly instead of
+ * skewing a payout.
+ */
+export function organizerNet(sales: Iterable<SaleAmounts>): SettlementSummary {
+  let salesCount = 0;
+  let unitsSold = 0;
+  let collected = 0;
+  let gross = 0;
+  let buyerServiceFees = 0;
+  let buyerIva = 0;
+  let fees = 0;
+  for (const sale of sales) {
+    const revenue = subtractMinor(sale.subtotal, sale.discountAmount);
+    if (addMinor(revenue, sale.serviceFee, sale.iva) !== sale.total) {
+      throw new RangeError(
+        `sale amounts do not add up: ${sale.subtotal} − ${sale.discountAmount} + ${sale.serviceFee} + ${sale.iva} ≠ ${sale.total}`,
+      );
+    }
+    salesCount += 1;
+    unitsSold = addMinor(unitsSold, sale.quantity);
+    collected = addMinor(collected, sale.total);
+    gross = addMinor(gross, revenue);
+    buyerServiceFees = addMinor(buyerServiceFees, sale.serviceFee);
+    buyerIva = addMinor(buyerIva, sale.iva);
+    fees = addMinor(fees, sale.organizerServiceFee);
+  }
+  return { salesCount, unitsSold, collected, gross, buyerServiceFees, buyerIva, fees, netPayable: gross - fees };
+}
+
+/**
+ * The policy a ticket type is sold with: the workspace default fee, overridden by the type where it sets one; the
+ * type decides whether the organizer absorbs the fee and what a numbered seat adds. Quotes, charges and reports
+ * all derive the policy here, so they can never disagree.
+ */
+export function ticketTypeFeePolicy(
+  workspace: { readonly serviceFeeBps: number; readonly serviceFeeFixed: MinorUnits },
+  type: {
+    readonly serviceFeeBps?: number | null;
+    readonly serviceFeeFixed?: MinorUnits | null;
+    readonly feeAbsorbedByOrganizer: boolean;
+    readonly seatingSurcharge: MinorUnits;
+  },
+): FeePolicy {
+  return resolveFeePolicy(
+    {
+      serviceFeeBps: workspace.serviceFeeBps,
+      serviceFeeFixed: workspace.serviceFeeFixed,
+      feeAbsorbedByOrganizer: false,
+      seatingSurcharge: 0,
+    },
+    {
+      feeAbsorbedByOrganizer: type.feeAbsorbedByOrganizer,
+      seatingSurcharge: type.seatingSurcharge,
+      ...(type.serviceFeeBps !== null && type.serviceFeeBps !== undefined ? { serviceFeeBps: type.serviceFeeBps } : {}),
+      ...(type.serviceFeeFixed !== null && type.serviceFeeFixed !== undefined
+        ? { serviceFeeFixed: type.serviceFeeFixed }
+        : {}),
+    },
+  );
+}

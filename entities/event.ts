@@ -1,0 +1,34 @@
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { baseProperties, softDeleteFilter, tenantFilter } from './common.js';
+import { Venue } from './venue.js';
+import { Workspace } from './workspace.js';
+
+export const EVENT_STATUSES = ['DRAFT', 'PUBLISHED', 'CANCELLED'] as const;
+export const SALES_MODES = ['INTERNAL', 'EXTERNAL'] as const;
+
+export const Event = defineEntity({
+  name: 'Event',
+  tableName: 'events',
+  filters: { ...softDeleteFilter, ...tenantFilter },
+  indexes: [{ properties: ['workspace', 'id'] }],
+  properties: {
+    ...baseProperties,
+    workspace: () => p.manyToOne(Workspace).mapToPk().deleteRule('cascade'),
+    venue: () => p.manyToOne(Venue).mapToPk().nullable(),
+    name: p.string().length(200),
+    /** Public address of the event on the storefront (`/api/public/events/{slug}`), unique across workspaces. */
+    slug: p.string().length(120).unique(),
+    description: p.text().nullable(),
+    imageUrl: p.string().length(2048).nullable(),
+    status: p.enum(EVENT_STATUSES).default('DRAFT'),
+    /** EXTERNAL events are listed but sold elsewhere (EXTERNAL_SALE). */
+    salesMode: p.enum(SALES_MODES).default('INTERNAL'),
+    externalSalesUrl: p.string().length(2048).nullable(),
+    /** The event charges only through gateway B (PSE is then unavailable, contract 4.4). */
+    gatewayBOnly: p.boolean().default(false),
+    publishedAt: p.datetime().columnType('timestamptz').nullable(),
+    cancelledAt: p.datetime().columnType('timestamptz').nullable(),
+    deletedAt: p.datetime().columnType('timestamptz').nullable(),
+  },
+});
+export type IEvent = InferEntity<typeof Event>;

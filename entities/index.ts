@@ -1,0 +1,72 @@
+import { ApiKey } from './api-key.js';
+import { Buyer, BuyerLoginCode, BuyerSession } from './buyer.js';
+import { Discount } from './discount.js';
+import { Event } from './event.js';
+import { EventDate } from './event-date.js';
+import { IdempotencyRecord } from './idempotency-record.js';
+import { MembershipPlan } from './membership-plan.js';
+import { MembershipSubscription } from './membership-subscription.js';
+import { OutboxEvent } from './outbox-event.js';
+import { PaymentAttempt } from './payment-attempt.js';
+import { Sale, SaleItem, SaleStockAllocation } from './sale.js';
+import { Ticket } from './ticket.js';
+import { TicketStock } from './ticket-stock.js';
+import { TicketType } from './ticket-type.js';
+import { User } from './user.js';
+import { Venue } from './venue.js';
+import { Webhook } from './webhook.js';
+import { Workspace } from './workspace.js';
+import { WorkspaceMember } from './workspace-member.js';
+
+export {
+  ApiKey,
+  Buyer,
+  BuyerLoginCode,
+  BuyerSession,
+  Discount,
+  Event,
+  EventDate,
+  IdempotencyRecord,
+  MembershipPlan,
+  MembershipSubscription,
+  OutboxEvent,
+  PaymentAttempt,
+  Sale,
+  SaleItem,
+  SaleStockAllocation,
+  Ticket,
+  TicketStock,
+  TicketType,
+  User,
+  Venue,
+  Webhook,
+  Workspace,
+  WorkspaceMember,
+};
+
+/** Every entity the ORM knows; the migration generator diffs exactly this list against the database. */
+export const ALL_ENTITIES = [
+  Workspace,
+  User,
+  WorkspaceMember,
+  ApiKey,
+  IdempotencyRecord,
+  Venue,
+  Event,
+  EventDate,
+  TicketType,
+  TicketStock,
+  Discount,
+  MembershipPlan,
+  Buyer,
+  BuyerLoginCode,
+  BuyerSession,
+  MembershipSubscription,
+  Sale,
+  SaleItem,
+  SaleStockAllocation,
+  Ticket,
+  PaymentAttempt,
+  Webhook,
+  OutboxEvent,
+];

@@ -1,0 +1,102 @@
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { SALE_STATUSES } from '../domain/sale-state.js';
+import { Buyer } from './buyer.js';
+import { baseProperties, tenantFilter } from './common.js';
+import { Discount } from './discount.js';
+import { Event } from './event.js';
+import { EventDate } from './event-date.js';
+import { TicketType } from './ticket-type.js';
+import { Workspace } from './workspace.js';
+
+export const SALE_CHANNELS = ['WEB', 'MOBILE', 'POS', 'ADMIN'] as const;
+export const SALE_ORIGINS = ['CUSTOMER', 'PUBLIC', 'ORGANIZER'] as const;
+export const PAYMENT_PROVIDERS = ['GATEWAY_A', 'GATEWAY_B'] as const;
+export type PaymentProvider = (typeof PAYMENT_PROVIDERS)[number];
+
+/**
+ * A purchase. The checkout workflow (`checkout/<id>`) owns its state; this row is the projection the API reads.
+ * Every change is a conditional UPDATE on the expected status, so a replayed step changes nothing.
+ */
+export const Sale = defineEntity({
+  name: 'Sale',
+  tableName: 'sales',
+  filters: { ...tenantFilter },
+  indexes: [
+    { properties: ['workspace', 'id'] },
+    { properties: ['workspace', 'status', 'id'] },
+    { properties: ['workspace', 'eventDate', 'id'] },
+    { properties: ['workspace', 'createdAt'] },
+    { properties: ['buyer', 'eventDate', 'status'] },
+  ],
+  properties: {
+    ...baseProperties,
+    workspace: () => p.manyToOne(Workspace).mapToPk().deleteRule('cascade'),
+    reference: p.string().length(16).unique(),
+    status: p.enum(SALE_STATUSES),
+    channel: p.enum(SALE_CHANNELS).default('WEB'),
+    origin: p.enum(SALE_ORIGINS),
+    event: () => p.manyToOne(Event).mapToPk(),
+    eventDate: () => p.manyToOne(EventDate).mapToPk(),
+    buyer: () => p.manyToOne(Buyer).mapToPk().nullable(),
+    buyerName: p.string().length(120),
+    buyerEmail: p.string().length(254),
+    buyerPhone: p.string().length(40).nullable(),
+    buyerDocumentType: p.string().length(8).nullable(),
+    buyerDocumentNumber: p.string().length(20).nullable(),
+    buyerNitDigit: p.string().length(1).nullable(),
+    subtotal: p.integer(),
+    discountAmount: p.integer(),
+    serviceFee: p.integer(),
+    iva: p.integer(),
+    total: p.integer(),
+    /** Fee the organizer absorbs, deducted at settlement (domain/pricing.ts). */
+    organizerServiceFee: p.integer().default(0),
+    currency: p.string().length(3),
+    discount: () => p.manyToOne(Discount).mapToPk().nullable(),
+    paymentProvider: p.enum(PAYMENT_PROVIDERS).nullable(),
+    paymentRef: p.string().length(120).nullable(),
+    paymentStatus: p.string().length(60).nullable(),
+    declineCode: p.string().length(80).nullable(),
+    failureReason: p.string().length(300).nullable(),
+    returnUrl: p.string().length(2048).nullable(),
+    holdToken: p.string().length(120).nullable(),
+    expiresAt: p.datetime().columnType('timestamptz').nullable(),
+    confirmedAt: p.datetime().columnType('timestamptz').nullable(),
+    closedAt: p.datetime().columnType('timestamptz').nullable(),
+  },
+});
+export type ISale = InferEntity<typeof Sale>;
+
+export const SaleItem = defineEntity({
+  name: 'SaleItem',
+  tableName: 'sale_items',
+  properties: {
+    id: p.string().columnType('uuid').primary(),
+    sale: () => p.manyToOne(Sale).mapToPk().deleteRule('cascade').index(),
+    ticketType: () => p.manyToOne(TicketType).mapToPk(),
+    ticketTypeName: p.string().length(160),
+    quantity: p.integer(),
+    unitPrice: p.integer(),
+    unitServiceFee: p.integer(),
+    unitIva: p.integer(),
+    seats: p.json<string[]>().nullable(),
+  },
+});
+export type ISaleItem = InferEntity<typeof SaleItem>;
+
+/**
+ * Units of stock a sale holds, per stock shard. Present while the sale holds inventory (reserved or sold); deleting
+ * the rows and returning their units to the shards is one transaction, so stock is never returned twice.
+ */
+export const SaleStockAllocation = defineEntity({
+  name: 'SaleStockAllocation',
+  tableName: 'sale_stock_allocations',
+  primaryKeys: ['sale', 'ticketType', 'shard'],
+  properties: {
+    sale: () => p.manyToOne(Sale).mapToPk().primary().deleteRule('cascade'),
+    ticketType: () => p.manyToOne(TicketType).mapToPk().primary().index(),
+    shard: p.smallint().primary(),
+    quantity: p.integer(),
+  },
+});
+export type ISaleStockAllocation = InferEntity<typeof SaleStockAllocation>;

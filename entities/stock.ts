@@ -1,0 +1,183 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AppError } from '../domain/errors.js';
+
+/**
+ * Stock of a ticket type is split over STOCK_SHARDS rows of `ticket_stock`. Concurrent buyers of one hot type
+ * lock different rows, so a flash sale does not serialize on one row; the per-row CHECK (available >= 0) makes
+ * overselling impossible whatever the application does. Every function here is one statement or one locked
+ * transaction; callers pass the EntityManager whose transaction the change must join.
+ */
+export const STOCK_SHARDS = 8;
+
+export function splitCapacity(capacity: number, shards = STOCK_SHARDS): number[] {
+  const base = Math.floor(capacity / shards);
+  const remainder = capacity % shards;
+  return Array.from({ length: shards }, (_, shard) => base + (shard < remainder ? 1 : 0));
+}
+
+/** Creates the stock rows of a new ticket type (call in the transaction that inserts the type). */
+export async function createStock(em: EntityManager, ticketTypeId: string, capacity: number): Promise<void> {
+  const parts = splitCapacity(capacity);
+  const values = parts.map((_, shard) => `(?, ${shard}, ?)`).join(', ');
+  await em.execute(
+    `insert into ticket_stock (ticket_type_id, shard, available) values ${values}`,
+    parts.flatMap((available) => [ticketTypeId, available]),
+  );
+}
+
+export interface ShardTake {
+  shard: number;
+  quantity: number;
+}
+
+/**
+ * Takes `quantity` units of a ticket type for a sale and records them as the sale's allocation. Returns null when
+ * fewer units are left (sold out). Fast path: one conditional UPDATE on a random shard that has enough and is not
+ * locked by another buyer. Slow path (last units, or every shard busy): lock all shards in a fixed order and take
+ * across them.
+ */
+export async function takeStock(
+  em: EntityManager,
+  input: { saleId: string; ticketTypeId: string; quantity: number },
+): Promise<ShardTake[] | null> {
+  const fast = await em.execute<{ shard: number }[]>(
+    `update ticket_stock set available = available - ?
+      where ticket_type_id = ? and shard = (
+        select shard from ticket_stock where ticket_type_id = ? and available >= ?
+        order by random() limit 1 for update skip locked)
+      returning shard`,
+    [input.quantity, input.ticketTypeId, input.ticketTypeId, input.quantity],
+  );
+  let takes: ShardTake[];
+  if (fast[0]) {
+    takes = [{ shard: fast[0].shard, quantity: input.quantity }];
+  } else {
+    const shards = await em.execute<{ shard: number; available: number }[]>(
+      'select shard, available from ticket_stock where ticket_type_id = ? order by shard for update',
+      [input.ticketTypeId],
+    );
+    const total = shards.reduce((sum, row) => sum + row.available, 0);
+    if (total < input.quantity) return null;
+    takes = [];
+    let missing = input.quantity;
+    for (const row of shards) {
+      if (missing === 0) break;
+      const take = Math.min(row.available, missing);
+      if (take > 0) {
+        takes.push({ shard: row.shard, quantity: take });
+        missing -= take;
+      }
+    }
+    for (const take of takes) {
+      await em.execute('update ticket_stock set available = available - ? where ticket_type_id = ? and shard = ?', [
+        take.quantity,
+        input.ticketTypeId,
+        take.shard,
+      ]);
+    }
+  }
+  const values = takes.map(() => '(?, ?, ?, ?)').join(', ');
+  await em.execute(
+    `insert into sale_stock_allocations (sale_id, ticket_type_id, shard, quantity) values ${values}
+       on conflict (sale_id, ticket_type_id, shard) do update set quantity = sale_stock_allocations.quantity + excluded.quantity`,
+    takes.flatMap((take) => [input.saleId, input.ticketTypeId, take.shard, take.quantity]),
+  );
+  return takes;
+}
+
+/**
+ * Returns every unit a sale holds to stock and forgets the allocation, in one statement. Running it again returns
+ * nothing more (the allocation rows are gone), which is what makes release, expiry, cancel and refund idempotent.
+ * Returns the number of units returned.
+ */
+export async function releaseStock(em: EntityManager, saleId: string): Promise<number> {
+  const rows = await em.execute<{ quantity: number }[]>(
+    `with released as (
+       delete from sale_stock_allocations where sale_id = ? returning ticket_type_id, shard, quantity)
+     update ticket_stock s set available = s.available + r.quantity
+       from released r where s.ticket_type_id = r.ticket_type_id and s.shard = r.shard
+     returning r.quantity`,
+    [saleId],
+  );
+  return rows.reduce((sum, row) => sum + Number(row.quantity), 0);
+}
+
+/** Units a sale currently holds, per ticket type (0 rows: it holds nothing). */
+export async function heldBySale(em: EntityManager, saleId: string): Promise<Map<string, number>> {
+  const rows = await em.execute<{ ticket_type_id: string; quantity: string }[]>(
+    'select ticket_type_id, sum(quantity) as quantity from sale_stock_allocations where sale_id = ? group by ticket_type_id',
+    [saleId],
+  );
+  return new Map(rows.map((row) => [row.ticket_type_id, Number(row.quantity)]));
+}
+
+export interface StockLevels {
+  available: number;
+  sold: number;
+  reserved: number;
+}
+
+/** available = Σ shards; sold/reserved = units held by CONFIRMED / PENDING sales. */
+export async function stockLevels(em: EntityManager, ticketTypeIds: string[]): Promise<Map<string, StockLevels>> {
+  const levels = new Map<string, StockLevels>(ticketTypeIds.map((id) => [id, { available: 0, sold: 0, reserved: 0 }]));
+  if (ticketTypeIds.length === 0) return levels;
+  const available = await em.execute<{ ticket_type_id: string; available: string }[]>(
+    'select ticket_type_id, sum(available) as available from ticket_stock where ticket_type_id in (?) group by ticket_type_id',
+    [ticketTypeIds],
+  );
+  for (const row of available) {
+    const entry = levels.get(row.ticket_type_id);
+    if (entry) entry.available = Number(row.available);
+  }
+  const held = await em.execute<{ ticket_type_id: string; status: string; quantity: string }[]>(
+    `select a.ticket_type_id, s.status, sum(a.quantity) as quantity
+       from sale_stock_allocations a join sales s on s.id = a.sale_id
+      where a.ticket_type_id in (?) group by a.ticket_type_id, s.status`,
+    [ticketTypeIds],
+  );
+  for (const row of held) {
+    const entry = levels.get(row.ticket_type_id);
+    if (!entry) continue;
+    if (row.status === 'CONFIRMED') entry.sold += Number(row.quantity);
+    else entry.reserved += Number(row.quantity);
+  }
+  return levels;
+}
+
+/**
+ * Changes the capacity of a ticket type by `delta` units. Growing adds to shard 0; shrinking takes from the shards
+ * under lock and refuses (409) when it would go below what is already sold or reserved.
+ */
+export async function adjustCapacity(em: EntityManager, ticketTypeId: string, delta: number): Promise<void> {
+  if (delta === 0) return;
+  if (delta > 0) {
+    await em.execute('update ticket_stock set available = available + ? where ticket_type_id = ? and shard = 0', [
+      delta,
+      ticketTypeId,
+    ]);
+    return;
+  }
+  const shards = await em.execute<{ shard: number; available: number }[]>(
+    'select shard, available from ticket_stock where ticket_type_id = ? order by shard for update',
+    [ticketTypeId],
+  );
+  let missing = -delta;
+  const free = shards.reduce((sum, row) => sum + row.available, 0);
+  if (free < missing) {
+    throw new AppError('CONFLICT', `Capacity cannot shrink by ${-delta}: only ${free} unsold units are left`, {
+      details: { reason: 'capacity_below_sold', unsellableUnits: missing - free },
+    });
+  }
+  for (const row of shards) {
+    if (missing === 0) break;
+    const take = Math.min(row.available, missing);
+    if (take > 0) {
+      await em.execute('update ticket_stock set available = available - ? where ticket_type_id = ? and shard = ?', [
+        take,
+        ticketTypeId,
+        row.shard,
+      ]);
+      missing -= take;
+    }
+  }
+}

@@ -1,0 +1,37 @@
+/**
+ * Replays workflow histories (JSON as exported by the Temporal CLI or UI) against the current workflow code and
+ * exits non-zero if any would not replay deterministically. Run before deploying a workflow change:
+ *   tsx scripts/replay-histories.ts history1.json [history2.json …]
+ * Prints one JSON line per history: { file, ok, error? }.
+ */
+import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from '@temporalio/worker';
+
+const files = process.argv.slice(2);
+if (files.length === 0) {
+  console.error('usage: replay-histories.ts <history.json>…');
+  process.exit(2);
+}
+const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+let failed = 0;
+for (const file of files) {
+  try {
+    await Worker.runReplayHistory(
+      { workflowsPath, replayName: basename(file) },
+      JSON.parse(readFileSync(file, 'utf8')),
+    );
+    console.log(JSON.stringify({ file: basename(file), ok: true }));
+  } catch (error) {
+    failed += 1;
+    console.log(
+      JSON.stringify({
+        file: basename(file),
+        ok: false,
+        error: error instanceof Error ? error.message : String(error),
+      }),
+    );
+  }
+}
+process.exit(failed === 0 ? 0 : 1);

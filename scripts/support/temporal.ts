@@ -1,0 +1,53 @@
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { SEARCH_ATTRIBUTES } from '../../workflows/definitions.js';
+import { httpOk, isPortOpen, type ManagedProcess, startProcess, waitFor } from './processes.js';
+
+export const TEMPORAL_CLI_VERSION = 'v1.5.1';
+
+/** The Temporal CLI (dev server + UI) built from source once by scripts/bootstrap.sh and cached outside the repo. */
+export function temporalBinary(): string {
+  const path =
+    process.env.TEMPORAL_BIN ?? join(homedir(), '.cache', 'ticketing', `temporal-${TEMPORAL_CLI_VERSION}`, 'temporal');
+  if (!existsSync(path)) {
+    throw new Error(`Temporal CLI not found at ${path}; run scripts/bootstrap.sh (it builds it with go install)`);
+  }
+  return path;
+}
+
+/** Starts `temporal server start-dev` with a persistent database file, so a restart keeps every workflow. */
+export async function startTemporalDevServer(options: {
+  port: number;
+  uiPort: number;
+  dbFile: string;
+  logFile: string;
+}): Promise<ManagedProcess> {
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--ui-port',
+    String(options.uiPort),
+    '--db-filename',
+    options.dbFile,
+    '--namespace',
+    'default',
+    '--log-level',
+    'warn',
+    ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+  ];
+  const server = startProcess({ name: 'temporal', command: temporalBinary(), args, logFile: options.logFile });
+  await waitFor(`Temporal on port ${options.port}`, () => isPortOpen(options.port), {
+    process: server,
+    timeoutMs: 60_000,
+  });
+  await waitFor(`Temporal UI on port ${options.uiPort}`, () => httpOk(`http://127.0.0.1:${options.uiPort}/`), {
+    process: server,
+    timeoutMs: 60_000,
+  });
+  return server;
+}

@@ -1,0 +1,128 @@
+/**
+ * The whole suite: lint, typecheck, then jest against a real stack this script starts and removes — a disposable
+ * PostgreSQL database, a Redis database index, a Temporal dev server with UI, the sandbox providers and a worker.
+ * Extra arguments go to jest (`npm test -- test/unit`).
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { dropDatabase, recreateDatabase } from './support/database.js';
+import { freePorts, httpOk, type ManagedProcess, startProcess, waitFor } from './support/processes.js';
+import { startTemporalDevServer } from './support/temporal.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const jestArgs = process.argv.slice(2);
+const focused = jestArgs.some((arg) => !arg.startsWith('-'));
+
+function run(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ...env } });
+    child.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
+}
+
+const work = mkdtempSync(join(tmpdir(), 'ticketing-test-'));
+// Every run gets its own ports, database and Redis index, so two runs on one machine never share state.
+const runId = `${process.pid}`;
+const [temporalPort = 7333, temporalUiPort = 8333, sandboxPort = 4410, smtpPort = 2625, apiPort = 3300] =
+  await freePorts(5);
+const logDir = join(ROOT, '.dev', 'test-logs', runId);
+const testEnv: NodeJS.ProcessEnv = {
+  NODE_ENV: 'test',
+  LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+  DATABASE_URL: process.env.TEST_DATABASE_URL ?? `postgres://postgres@127.0.0.1:5432/ticketing_test_${runId}`,
+  REDIS_URL: process.env.TEST_REDIS_URL ?? `redis://127.0.0.1:6379/${1 + (process.pid % 15)}`,
+  TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
+  TEMPORAL_UI_PORT: String(temporalUiPort),
+  TEMPORAL_TASK_QUEUE: 'ticketing-test',
+  SANDBOX_URL: `http://127.0.0.1:${sandboxPort}`,
+  SANDBOX_PORT: String(sandboxPort),
+  SANDBOX_SMTP_PORT: String(smtpPort),
+  SMTP_PORT: String(smtpPort),
+  PUBLIC_ORIGIN: `http://127.0.0.1:${apiPort}`,
+  API_PORT: String(apiPort),
+  GATEWAY_B_WEBHOOK_URL: `http://127.0.0.1:${apiPort}/api/v1/webhooks/gateway-b`,
+  TEST_WORK_DIR: work,
+};
+
+const started: ManagedProcess[] = [];
+let dropDatabaseAtExit: string | null = null;
+async function teardown(): Promise<void> {
+  for (const child of [...started].reverse()) await child.stop('SIGTERM', 10_000);
+  rmSync(work, { recursive: true, force: true });
+  if (dropDatabaseAtExit && !process.env.KEEP_TEST_DATABASE)
+    await dropDatabase(dropDatabaseAtExit).catch(() => undefined);
+}
+process.on('SIGINT', () => void teardown().then(() => process.exit(130)));
+
+let exitCode = 1;
+try {
+  if (!focused) {
+    console.log('» lint (biome)');
+    if ((await run('biome', ['check', '.'])) !== 0) throw new Error('lint failed');
+    console.log('» typecheck (tsc)');
+    if ((await run('tsc', ['--noEmit', '-p', 'tsconfig.json'])) !== 0) throw new Error('typecheck failed');
+  }
+
+  console.log('» test stack: database, redis, temporal, sandbox, worker');
+  Object.assign(process.env, testEnv);
+  await recreateDatabase(testEnv.DATABASE_URL ?? '');
+  dropDatabaseAtExit = testEnv.DATABASE_URL ?? null;
+  if ((await run('tsx', ['scripts/migrations.ts', 'up'], testEnv)) !== 0) throw new Error('migrations failed');
+  const redis = new Redis(testEnv.REDIS_URL ?? '');
+  await redis.flushdb();
+  redis.disconnect();
+
+  started.push(
+    await startTemporalDevServer({
+      port: temporalPort,
+      uiPort: temporalUiPort,
+      dbFile: join(work, 'temporal.sqlite'),
+      logFile: join(logDir, 'temporal.log'),
+    }),
+  );
+  const node = (name: string, entry: string): ManagedProcess =>
+    startProcess({
+      name,
+      command: process.execPath,
+      args: ['--import', 'tsx', entry],
+      env: testEnv,
+      cwd: ROOT,
+      logFile: join(logDir, `${name}.log`),
+    });
+  if (existsSync(join(ROOT, 'sandbox', 'main.ts'))) {
+    const sandbox = node('sandbox', 'sandbox/main.ts');
+    started.push(sandbox);
+    await waitFor('sandbox', () => httpOk(`http://127.0.0.1:${sandboxPort}/control/health`), { process: sandbox });
+  }
+  const worker = node('worker', 'worker/main.ts');
+  started.push(worker);
+  // One API process on a real port receives the sandbox gateways' notifications; tests also build their own
+  // in-process API (with their own settings) against the same stack.
+  const api = node('api', 'api/main.ts');
+  started.push(api);
+  await waitFor('API', () => httpOk(`http://127.0.0.1:${apiPort}/health/live`), { process: api });
+
+  console.log(`» jest (stack logs in ${logDir})`);
+  const jestEnv = {
+    ...testEnv,
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --experimental-vm-modules --no-warnings`.trim(),
+  };
+  // Fault injection restarts the machine's Postgres and Redis, so it runs alone, serially, after everything else:
+  // on a full run, or when asked for (`npm test -- test/faults`).
+  const faultsOnly = jestArgs.some((arg) => arg.includes('test/faults'));
+  exitCode = faultsOnly ? 0 : await run('jest', ['--ci', ...jestArgs, '--testPathIgnorePatterns=test/faults'], jestEnv);
+  if (exitCode === 0 && (!focused || faultsOnly)) {
+    console.log('» fault injection, serial (restarts the worker, API, Temporal, Redis and PostgreSQL)');
+    exitCode = await run('jest', ['--ci', '--runInBand', ...(faultsOnly ? jestArgs : ['test/faults'])], jestEnv);
+  }
+} catch (error) {
+  console.error(error instanceof Error ? error.message : error);
+  exitCode = 1;
+} finally {
+  await teardown();
+}
+process.exit(exitCode);

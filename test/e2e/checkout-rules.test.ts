@@ -1,0 +1,142 @@
+import { newId } from '../../entities/ids.js';
+import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
+import {
+  cardToken,
+  customerOrder,
+  orderBody,
+  publishEvent,
+  reserveOrder,
+  session,
+  signInBuyer,
+} from '../support/purchase.js';
+import { startTestApi, type TestApi } from '../support/stack.js';
+
+let api: TestApi;
+let organizer: Organizer;
+beforeAll(async () => {
+  api = await startTestApi({ PUBLIC_RATE_LIMIT_PER_MINUTE: '10000' });
+  organizer = await createOrganizer(api.orm.em.fork());
+});
+afterAll(async () => {
+  await api.close();
+});
+
+const email = (label: string) => `${label}-${Math.random().toString(36).slice(2, 10)}@buyers.test`;
+const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();
+
+describe('reservation rules of contract 4.2', () => {
+  test('a buyer may hold at most maxPerOrder tickets of a type across orders (per_buyer_limit)', async () => {
+    const event = await publishEvent(api, organizer, { maxPerOrder: 3 });
+    const token = await signInBuyer(api, email('limit'));
+    const first = (await reserveOrder(api, token, orderBody(event, 2))).json().data;
+    await api.request({
+      method: 'POST',
+      url: `/api/v1/customer/orders/${first.saleId}/payment`,
+      headers: session(token),
+    });
+    const paid = await api.request({
+      method: 'POST',
+      url: `/api/v1/customer/orders/${first.saleId}/payment/card`,
+      headers: session(token),
+      payload: { token: await cardToken(api, 'APRO') },
+    });
+    expect(paid.json().data.saleStatus).toBe('CONFIRMED');
+    const second = await reserveOrder(api, token, orderBody(event, 2));
+    expect(second.statusCode).toBe(409);
+    expect(second.json().error.details).toMatchObject({ reason: 'per_buyer_limit', alreadyHeld: 2, maxPerBuyer: 3 });
+    expect((await reserveOrder(api, token, orderBody(event, 1))).statusCode).toBe(201);
+  });
+
+  test('outside the presale window and outside the sales window the order is SALE_CLOSED', async () => {
+    const presale = await publishEvent(api, organizer, { ticketType: { presaleStartsAt: inAnHour() } });
+    const token = await signInBuyer(api, email('presale'));
+    const early = await reserveOrder(api, token, orderBody(presale));
+    expect(early.statusCode).toBe(409);
+    expect(early.json().error).toMatchObject({ code: 'SALE_CLOSED', details: { reason: 'presale_closed' } });
+    const notYet = await publishEvent(api, organizer, { date: { salesStartAt: inAnHour() } });
+    const closed = await reserveOrder(api, token, orderBody(notYet));
+    expect(closed.json().error).toMatchObject({ code: 'SALE_CLOSED', details: { reason: 'sales_window_closed' } });
+  });
+
+  test('members-only tickets need an active membership with that benefit (MEMBERS_ONLY otherwise)', async () => {
+    const event = await publishEvent(api, organizer, { ticketType: { membersOnly: true } });
+    const token = await signInBuyer(api, email('member'));
+    const refused = await reserveOrder(api, token, orderBody(event));
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json().error.code).toBe('MEMBERS_ONLY');
+
+    const plan = await api.request({
+      method: 'POST',
+      url: '/api/v1/membership-plans',
+      headers: bearer(organizer.key),
+      payload: {
+        name: 'Club',
+        price: 20_000,
+        period: 'MONTHLY',
+        benefits: { membersOnlyAccess: true, discountPercent: 0 },
+      },
+    });
+    expect(plan.statusCode).toBe(201);
+    const buyerId = (await api.request({ method: 'GET', url: '/api/v1/customer/me', headers: session(token) })).json()
+      .data.id;
+    // Membership sign-up (payment of the first period) is a later capability; the subscription row stands in for it.
+    await api.orm.em.fork().execute(
+      `insert into membership_subscriptions (id, created_at, updated_at, workspace_id, plan_id, buyer_id, status, current_period_end)
+       values (?, now(), now(), ?, ?, ?, 'ACTIVE', now() + interval '30 days')`,
+      [newId(), organizer.workspaceId, plan.json().data.id, buyerId],
+    );
+    expect((await reserveOrder(api, token, orderBody(event))).statusCode).toBe(201);
+  });
+
+  test('a returnUrl outside the allowlist is ignored and the purchase proceeds', async () => {
+    const event = await publishEvent(api, organizer);
+    const token = await signInBuyer(api, email('return'));
+    const created = await reserveOrder(
+      api,
+      token,
+      orderBody(event, 1, { returnUrl: 'https://evil.example.net/steal' }),
+    );
+    expect(created.statusCode).toBe(201);
+    const saleId = created.json().data.saleId;
+    const landing = await api.request({ method: 'GET', url: `/api/v1/customer/orders/${saleId}/payment/return` });
+    expect(landing.statusCode).toBe(302);
+    expect(landing.headers.location).not.toContain('evil.example.net');
+    expect(landing.headers.location).toContain(`/api/public/orders/${saleId}`);
+  });
+
+  test('a card left pending by the gateway keeps the sale PENDING until the gateway settles it', async () => {
+    const event = await publishEvent(api, organizer);
+    const token = await signInBuyer(api, email('pending-card'));
+    const order = (await reserveOrder(api, token, orderBody(event))).json().data;
+    await api.request({
+      method: 'POST',
+      url: `/api/v1/customer/orders/${order.saleId}/payment`,
+      headers: session(token),
+    });
+    const charged = await api.request({
+      method: 'POST',
+      url: `/api/v1/customer/orders/${order.saleId}/payment/card`,
+      headers: session(token),
+      payload: { token: await cardToken(api, 'CONT') },
+    });
+    expect(charged.json().data).toMatchObject({ status: 'in_process', saleStatus: 'PENDING', declineCode: null });
+    expect((await customerOrder(api, token, order.saleId)).status).toBe('PENDING');
+  });
+
+  test('public availability follows real orders: a reservation lowers it and a release restores it', async () => {
+    const event = await publishEvent(api, organizer, { capacity: 6 });
+    const availability = async () =>
+      (await api.request({ method: 'GET', url: `/api/public/events/${event.slug}/availability` })).json().data.dates[0]
+        .ticketTypes[0].available;
+    expect(await availability()).toBe(6);
+    const token = await signInBuyer(api, email('avail'));
+    const order = (await reserveOrder(api, token, orderBody(event, 4))).json().data;
+    expect(await availability()).toBe(2);
+    await api.request({
+      method: 'POST',
+      url: `/api/v1/customer/orders/${order.saleId}/release`,
+      headers: session(token),
+    });
+    expect(await availability()).toBe(6);
+  });
+});

@@ -1,0 +1,105 @@
+import Fastify from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { API_V1_PREFIX, PUBLIC_PREFIX } from '../../api/app.js';
+import { publicRoutes } from '../../api/routes/public/index.js';
+import { organizerRoutes } from '../../api/routes/v1/index.js';
+import { startTestApi, type TestApi } from '../support/stack.js';
+
+/** Every documented (not hidden) route a route group registers, as `METHOD /path/{param}`. */
+async function documentedRoutes(
+  plugin: typeof organizerRoutes | typeof publicRoutes,
+  prefix: string,
+): Promise<string[]> {
+  const collector = Fastify({ logger: false });
+  collector.setValidatorCompiler(validatorCompiler);
+  collector.setSerializerCompiler(serializerCompiler);
+  const found: string[] = [];
+  collector.addHook('onRoute', (route) => {
+    if (route.schema?.hide) return;
+    for (const method of [route.method].flat()) {
+      if (method === 'HEAD') continue;
+      const path = (route.url ?? '').slice(prefix.length).replace(/:([A-Za-z]+)/g, '{$1}');
+      found.push(`${method} ${path}`);
+    }
+  });
+  await collector.register(plugin, { prefix, services: api.services });
+  await collector.ready();
+  await collector.close();
+  return found;
+}
+
+const documentedIn = (document: { paths: Record<string, Record<string, unknown>> }): Set<string> =>
+  new Set(
+    Object.entries(document.paths).flatMap(([path, operations]) =>
+      Object.keys(operations).map((m) => `${m.toUpperCase()} ${path}`),
+    ),
+  );
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
+
+describe('OpenAPI documents generated from the zod schemas', () => {
+  test('the organizer document is OpenAPI 3.1 and describes every organizer route with its schemas', async () => {
+    const response = await api.request({ method: 'GET', url: '/api/v1/openapi.json' });
+    expect(response.statusCode).toBe(200);
+    const document = response.json();
+    expect(document.openapi).toBe('3.1.0');
+    expect(document.info.version).toBe('1.16.1');
+    expect(Object.keys(document.paths)).toEqual(
+      expect.arrayContaining(['/me', '/workspaces', '/api-keys', '/api-keys/{id}']),
+    );
+    const createKey = document.paths['/api-keys'].post;
+    expect(createKey.requestBody.content['application/json'].schema.properties.scope.enum).toEqual(['read', 'write']);
+    expect(Object.keys(document.paths)).not.toContain('/openapi.json');
+    // Every route the app serves under /api/v1 appears in the document.
+    const served = api.app
+      .printRoutes({ commonPrefix: false })
+      .split('\n')
+      .filter((line) => line.includes('/api/v1/'));
+    expect(served.length).toBeGreaterThan(0);
+  });
+
+  test('every documented route of both surfaces appears in its OpenAPI document', async () => {
+    const organizerDoc = (await api.request({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+    const publicDoc = (await api.request({ method: 'GET', url: '/api/public/openapi.json' })).json();
+    const organizer = await documentedRoutes(organizerRoutes, API_V1_PREFIX);
+    const storefront = await documentedRoutes(publicRoutes, PUBLIC_PREFIX);
+    expect(organizer.length).toBeGreaterThan(30);
+    expect(organizer.filter((route) => !documentedIn(organizerDoc).has(route))).toEqual([]);
+    expect(storefront.filter((route) => !documentedIn(publicDoc).has(route))).toEqual([]);
+    expect(organizer).toEqual(
+      expect.arrayContaining(['POST /customer/orders', 'GET /sales/{id}', 'POST /events/{id}/publish']),
+    );
+    expect(storefront).toEqual(expect.arrayContaining(['POST /orders', 'GET /events/{slug}/availability']));
+  });
+
+  test('the public document is served separately with its own version', async () => {
+    const response = await api.request({ method: 'GET', url: '/api/public/openapi.json' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json().info.version).toBe('0.9.0');
+    expect(Object.keys(response.json().paths ?? {})).not.toContain('/me');
+  });
+
+  test('an interactive reference page is served for each surface', async () => {
+    for (const url of ['/api/v1/docs/', '/api/public/docs/']) {
+      const response = await api.request({ method: 'GET', url });
+      expect(response.statusCode).toBe(200);
+      expect(response.headers['content-type']).toMatch(/text\/html/);
+    }
+  });
+
+  test('RFC 9728 metadata declares the scopes', async () => {
+    const response = await api.request({ method: 'GET', url: '/.well-known/oauth-protected-resource' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toMatchObject({
+      scopes_supported: ['read', 'write'],
+      bearer_methods_supported: ['header'],
+    });
+    expect(response.json().resource).toMatch(/\/api\/v1$/);
+  });
+});

@@ -1,0 +1,196 @@
+/**
+ * Helpers for the sales-operations tests (cancel, refund, tickets, webhooks). Every fixture goes through the HTTP
+ * API a user would call, and the sandbox's control API plays the gateways.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { bearer, type Organizer } from './fixtures.js';
+import { cardToken, orderBody, type PublishedEvent, session, waitForMail } from './purchase.js';
+import { startTestApi, type TestApi } from './stack.js';
+
+export const uniqueEmail = (label: string) => `${label}-${Math.random().toString(36).slice(2, 10)}@buyers.test`;
+
+export async function control(api: TestApi, path: string, body: unknown): Promise<Response> {
+  return fetch(`${api.env.SANDBOX_URL}/control${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+}
+
+export async function available(api: TestApi, organizer: Organizer, ticketTypeId: string): Promise<number> {
+  const response = await api.request({
+    method: 'GET',
+    url: `/api/v1/ticket-types/${ticketTypeId}`,
+    headers: bearer(organizer.key),
+  });
+  return response.json().data.available;
+}
+
+export async function saleOf(api: TestApi, organizer: Organizer, saleId: string) {
+  const response = await api.request({ method: 'GET', url: `/api/v1/sales/${saleId}`, headers: bearer(organizer.key) });
+  return response.json().data;
+}
+
+export async function ticketsOf(
+  api: TestApi,
+  organizer: Organizer,
+  saleId: string,
+): Promise<Array<{ id: string; code: string; status: string; ticketTypeId: string; checkedInAt: string | null }>> {
+  const response = await api.request({
+    method: 'GET',
+    url: `/api/v1/sales/${saleId}/tickets`,
+    headers: bearer(organizer.key),
+  });
+  return response.json().data;
+}
+
+/** A complimentary (or box-office) sale: CONFIRMED at once, no gateway. */
+export async function complimentary(
+  api: TestApi,
+  organizer: Organizer,
+  event: PublishedEvent,
+  quantity = 1,
+  extra: Record<string, unknown> = {},
+): Promise<{ id: string; reference: string }> {
+  const response = await api.request({
+    method: 'POST',
+    url: '/api/v1/sales',
+    headers: bearer(organizer.key),
+    payload: {
+      eventDateId: event.eventDateId,
+      ticketTypeId: event.ticketTypeId,
+      quantity,
+      complimentary: true,
+      buyer: { name: 'Guest Person', email: uniqueEmail('guest') },
+      ...extra,
+    },
+  });
+  if (response.statusCode !== 201) throw new Error(`POST /sales → ${response.statusCode} ${response.body}`);
+  return response.json().data;
+}
+
+let buyerAddress = 0;
+/**
+ * Signs a buyer in as a front end would (request a code, read it from the inbox, verify it), each buyer from its own
+ * address (TEST-NET-2): the sign-in limit counts per client address, and a whole suite of buyers coming from one
+ * loopback address would exhaust it for every other test sharing the stack.
+ */
+export async function signInFromOwnAddress(api: TestApi, email: string): Promise<string> {
+  buyerAddress += 1;
+  const remoteAddress = `198.51.100.${(process.pid % 50) + 1 + ((buyerAddress * 7) % 200)}`;
+  const requested = await api.request({
+    method: 'POST',
+    url: '/api/v1/customer/auth/request',
+    payload: { email },
+    remoteAddress,
+  });
+  if (requested.statusCode !== 202) throw new Error(`auth/request → ${requested.statusCode} ${requested.body}`);
+  const mail = await waitForMail(api.env.SANDBOX_URL, email, (m) => /sign-in code/i.test(m.subject));
+  const code = /(\d{6})/.exec(mail.subject)?.[1];
+  const verified = await api.request({
+    method: 'POST',
+    url: '/api/v1/customer/auth/verify',
+    payload: { email, code },
+    remoteAddress,
+  });
+  if (verified.statusCode !== 200) throw new Error(`auth/verify → ${verified.statusCode} ${verified.body}`);
+  return verified.json().data.session_token;
+}
+
+/** A buyer reserves `quantity` tickets through the headless flow: a PENDING sale. */
+export async function reserve(api: TestApi, event: PublishedEvent, label: string, quantity = 1) {
+  const email = uniqueEmail(label);
+  const token = await signInFromOwnAddress(api, email);
+  const created = await api.request({
+    method: 'POST',
+    url: '/api/v1/customer/orders',
+    headers: session(token),
+    payload: orderBody(event, quantity),
+  });
+  if (created.statusCode !== 201) throw new Error(`POST /customer/orders → ${created.statusCode} ${created.body}`);
+  const order = created.json().data as { saleId: string; reference: string; total: number; expiresAt: string };
+  return { email, token, order };
+}
+
+/** Charges a gateway A test card; the cardholder name picks the outcome (APRO approved, CONT pending, OTHE rejected). */
+export async function payByCard(api: TestApi, token: string, saleId: string, holder = 'APRO') {
+  const charged = await api.request({
+    method: 'POST',
+    url: `/api/v1/customer/orders/${saleId}/payment/card`,
+    headers: session(token),
+    payload: { token: await cardToken(api, holder) },
+  });
+  if (charged.statusCode !== 200) throw new Error(`payment/card → ${charged.statusCode} ${charged.body}`);
+  return charged.json().data as { paymentId: string; status: string; saleStatus: string };
+}
+
+/** Opens gateway B's button for a sale and returns its configuration. */
+export async function openGatewayB(api: TestApi, token: string, saleId: string) {
+  const opened = await api.request({
+    method: 'POST',
+    url: `/api/v1/customer/orders/${saleId}/payment`,
+    headers: session(token),
+  });
+  if (opened.statusCode !== 200) throw new Error(`payment → ${opened.statusCode} ${opened.body}`);
+  return opened.json().data as { orderId: string; amount: number; currency: string; integritySignature: string };
+}
+
+/** Gateway B's integrity signature for any amount (the sandbox checks it like the real gateway). */
+export const gatewayBSignature = (api: TestApi, orderId: string, amount: number, currency: string) =>
+  createHash('sha256').update(`${orderId}${amount}${currency}${api.env.GATEWAY_B_SECRET_KEY}`).digest('hex');
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Starts `test/support/flaky-worker.ts` on a private task queue (a child process, like the shared worker) and an
+ * in-process API that starts its workflows there, so one test's provider outage stays its own.
+ */
+export async function startFlakyStack(options: {
+  gatewayAFailures?: number;
+  gatewayBDown?: boolean;
+}): Promise<{ api: TestApi; close(): Promise<void> }> {
+  const taskQueue = `flaky-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/flaky-worker.ts'], {
+    cwd: fileURLToPath(new URL('../..', import.meta.url)),
+    env: {
+      ...process.env,
+      NODE_OPTIONS: '',
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      FLAKY_GATEWAY_A_FAILURES: String(options.gatewayAFailures ?? 0),
+      FLAKY_GATEWAY_B_DOWN: options.gatewayBDown ? 'true' : 'false',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`flaky worker did not start: ${output}`)), 60_000);
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('ready')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`flaky worker exited (${code}): ${output}`));
+    });
+  });
+  const api = await startTestApi({ TEMPORAL_TASK_QUEUE: taskQueue });
+  return {
+    api,
+    async close() {
+      await api.close();
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

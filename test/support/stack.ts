@@ -1,0 +1,57 @@
+/**
+ * Access to the real stack scripts/test.ts started (Postgres, Redis, Temporal, worker, sandbox) and an API built
+ * in this test process against it. Tests drive the API over HTTP (`inject`) exactly as clients do.
+ */
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Connection } from '@temporalio/client';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildApp } from '../../api/app.js';
+import type { ApiServices } from '../../api/services.js';
+import { type Env, loadEnv, providerUrls } from '../../config/env.js';
+import { createRedis } from '../../config/redis.js';
+import { connectTemporalClient } from '../../config/temporal.js';
+import { initOrm } from '../../entities/orm.js';
+import { GatewayAClient } from '../../integrations/gateway-a/client.js';
+
+export interface TestApi {
+  app: FastifyInstance;
+  services: ApiServices;
+  orm: MikroORM;
+  env: Env;
+  request(options: InjectOptions): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+export function testEnv(overrides: Partial<Record<string, string>> = {}): Env {
+  if (process.env.NODE_ENV !== 'test') {
+    throw new Error('Integration tests run through `npm test`, which starts the stack they need');
+  }
+  return loadEnv({ ...process.env, ...overrides });
+}
+
+export async function startTestApi(overrides: Partial<Record<string, string>> = {}): Promise<TestApi> {
+  const env = testEnv(overrides);
+  const orm = await initOrm({ databaseUrl: env.DATABASE_URL, poolMax: 5 });
+  const redis = createRedis(env.REDIS_URL);
+  const { client: temporal, connection } = await connectTemporalClient(env);
+  const gatewayA = new GatewayAClient({ baseUrl: providerUrls(env).gatewayA, accessToken: env.GATEWAY_A_ACCESS_TOKEN });
+  const services: ApiServices = { env, orm, redis, temporal, gatewayA };
+  // TEST_API_LOG=debug shows the in-process API's logs while debugging a test.
+  const app = await buildApp(services, {
+    logger: process.env.TEST_API_LOG ? { level: process.env.TEST_API_LOG } : false,
+  });
+  await app.ready();
+  return {
+    app,
+    services,
+    orm,
+    env,
+    request: (options) => app.inject(options),
+    async close() {
+      await app.close();
+      await (connection as Connection).close();
+      redis.disconnect();
+      await orm.close(true);
+    },
+  };
+}

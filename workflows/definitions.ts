@@ -1,0 +1,386 @@
+/**
+ * Names, ids and payload types shared by the API (which starts, updates and signals workflows) and the workflows
+ * themselves. Free of I/O, so both sides import it; workflow-ID helpers go both ways.
+ */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { SaleStatus } from '../domain/sale-state.js';
+
+export const TASK_QUEUE_DEFAULT = 'ticketing';
+
+/** Search attributes the worker registers at start-up; operators find executions by them in the Temporal UI. */
+export const SEARCH_ATTRIBUTES = {
+  SaleReference: 'Keyword',
+  WorkspaceId: 'Keyword',
+  EventDateId: 'Keyword',
+  SaleStatus: 'Keyword',
+  Gateway: 'Keyword',
+} as const;
+
+export const healthProbeWorkflowId = (probeId: string): string => `health-probe/${probeId}`;
+
+export interface HealthProbeResult {
+  workerIdentity: string;
+  databaseTime: string;
+}
+
+export const healthProbeStatusQuery = defineQuery<'running' | 'done'>('status');
+
+// ---------------------------------------------------------------- checkout
+
+export const checkoutWorkflowId = (saleId: string): string => `checkout/${saleId}`;
+export const saleIdFromCheckoutWorkflowId = (workflowId: string): string | null =>
+  workflowId.startsWith('checkout/') ? workflowId.slice('checkout/'.length) : null;
+
+export type Gateway = 'GATEWAY_A' | 'GATEWAY_B';
+
+/** Durations are inputs so tests run the whole life of a sale in seconds; the API enforces the 10-minute floor. */
+export interface CheckoutInput {
+  saleId: string;
+  /** How long to keep listening for a late payment after the sale left PENDING unpaid. */
+  latePaymentGraceMs: number;
+  /** How long to wait for the reserve update before giving up on an execution that was started by mistake. */
+  reserveTimeoutMs?: number;
+  /**
+   * Started again by a gateway notification after this sale's first execution had closed (signal-with-start):
+   * the run reads the sale's state instead of waiting for a reservation, then handles the payment.
+   */
+  resumeAfterClose?: boolean;
+}
+
+export interface BuyerDetails {
+  name: string;
+  phone: string | null;
+  idType: string | null;
+  idNumber: string | null;
+  nitDigit: string | null;
+}
+
+export interface ReserveRequest {
+  origin: 'CUSTOMER' | 'PUBLIC' | 'ORGANIZER';
+  channel: 'WEB' | 'MOBILE' | 'POS' | 'ADMIN';
+  /** Workspace pinned by the caller's API key, if any: the date must belong to it. */
+  pinnedWorkspaceId: string | null;
+  eventDateId: string;
+  ticketTypeId: string;
+  quantity: number;
+  seats: string[] | null;
+  holdToken: string | null;
+  discountCode: string | null;
+  buyerId: string | null;
+  buyerEmail: string;
+  buyer: BuyerDetails;
+  returnUrl: string | null;
+  /** Organizer sales (complimentary, POS) are confirmed at once without a gateway. */
+  confirmImmediately: boolean;
+  complimentary: boolean;
+  /** Payment window override in ms (tests); otherwise the date's paymentWindowMinutes. */
+  paymentWindowMs: number | null;
+  /** The API checked the buyer's virtual-queue turn for this date (X-Queue-Token). */
+  queueTurnAdmitted?: boolean;
+}
+
+export type ReserveRejection = {
+  ok: false;
+  code:
+    | 'NOT_FOUND'
+    | 'NOT_AVAILABLE'
+    | 'SALE_CLOSED'
+    | 'EXTERNAL_SALE'
+    | 'MEMBERS_ONLY'
+    | 'ORDER_REJECTED'
+    | 'VALIDATION_FAILED'
+    | 'SEAT_NOT_AVAILABLE'
+    | 'HOLD_TOKEN_MISMATCH'
+    | 'PURCHASE_SESSION_EXPIRED'
+    | 'QUEUE_REQUIRED';
+  reason: string;
+  message: string;
+  details?: Record<string, unknown>;
+};
+
+export interface ReservedSale {
+  ok: true;
+  saleId: string;
+  reference: string;
+  workspaceId: string;
+  eventDateId: string;
+  status: SaleStatus;
+  free: boolean;
+  total: number;
+  currency: string;
+  /** Epoch ms; null once confirmed (free or complimentary). */
+  expiresAtMs: number | null;
+  /** Numbered seats held at the seat-map provider: booked on confirmation, released when the sale ends unpaid. */
+  seated?: boolean;
+}
+
+export type ReserveResult = ReservedSale | ReserveRejection;
+
+export const reserveUpdate = defineUpdate<ReserveResult, [ReserveRequest]>('reserve');
+
+export type PaymentConfiguration =
+  | { gateway: 'GATEWAY_A'; publicKey: string; amount: number; currency: string; reference: string; payerEmail: string }
+  | {
+      gateway: 'GATEWAY_B';
+      orderId: string;
+      amount: number;
+      currency: string;
+      apiKey: string;
+      integritySignature: string;
+      renderMode: string;
+      redirectionUrl: string;
+      description: string;
+      expirationDate: number;
+    };
+
+export type PaymentUnavailable = { ok: false; code: 'PAYMENT_UNAVAILABLE'; reason: string; message: string };
+
+export const openPaymentUpdate = defineUpdate<
+  { ok: true; configuration: PaymentConfiguration } | PaymentUnavailable,
+  []
+>('openPayment');
+
+export interface CardChargeRequest {
+  cardToken: string;
+  paymentMethodId: string | null;
+  installments: number;
+}
+
+export interface CardChargeResult {
+  ok: true;
+  paymentId: string;
+  paymentStatus: string;
+  statusDetail: string | null;
+  declineCode: string | null;
+  saleStatus: SaleStatus;
+}
+
+export const chargeCardUpdate = defineUpdate<CardChargeResult | PaymentUnavailable, [CardChargeRequest]>('chargeCard');
+
+export const openPseUpdate = defineUpdate<
+  { ok: true; redirectUrl: string } | PaymentUnavailable,
+  [{ bankCode: string | null }]
+>('openPse');
+
+/** A gateway told us something about this sale's payment. The workflow re-reads the payment before believing it. */
+export interface PaymentNotification {
+  gateway: Gateway;
+  /** Gateway A payment id, or gateway B's transaction id when known. */
+  providerPaymentId: string | null;
+  /** Gateway B reports by order (= sale reference) and event type. */
+  eventType: string | null;
+  receivedAtMs: number;
+  /** Provider event id, for deduplicating repeated deliveries. */
+  dedupeKey: string;
+}
+
+export const paymentNotificationSignal = defineSignal<[PaymentNotification]>('paymentNotification');
+
+export type ReleaseReason = 'buyer_release' | 'organizer_cancel';
+export interface ReleaseRequest {
+  reason: ReleaseReason;
+  acknowledgeOpenPayment: boolean;
+}
+export type ReleaseResult =
+  | { ok: true; saleStatus: SaleStatus }
+  | {
+      ok: false;
+      code: 'INVALID_STATE' | 'SALE_ALREADY_CHECKED_IN' | 'SALE_PAID_AT_GATEWAY' | 'OPEN_PAYMENT_CONFIRMATION_REQUIRED';
+      message: string;
+    };
+
+export const releaseUpdate = defineUpdate<ReleaseResult, [ReleaseRequest]>('release');
+
+export type CheckoutPhase =
+  | 'awaiting_reservation'
+  | 'rejected'
+  | 'reserved'
+  | 'confirmed'
+  | 'abandoned'
+  | 'cancelled'
+  | 'refunded';
+
+export interface CheckoutStatus {
+  phase: CheckoutPhase;
+  saleId: string;
+  reference: string | null;
+  expiresAtMs: number | null;
+  gateway: Gateway | null;
+  lateListeningUntilMs: number | null;
+}
+
+export const checkoutStatusQuery = defineQuery<CheckoutStatus>('status');
+
+/** Default grace period during which a late payment still confirms or is refunded. */
+export const DEFAULT_LATE_PAYMENT_GRACE_MS = 24 * 60 * 60 * 1000;
+
+/** Typed keys for the search attributes above, used by the workflows (upsert) and operators' queries. */
+export const SA = {
+  saleReference: defineSearchAttributeKey('SaleReference', SearchAttributeType.KEYWORD),
+  workspaceId: defineSearchAttributeKey('WorkspaceId', SearchAttributeType.KEYWORD),
+  eventDateId: defineSearchAttributeKey('EventDateId', SearchAttributeType.KEYWORD),
+  saleStatus: defineSearchAttributeKey('SaleStatus', SearchAttributeType.KEYWORD),
+  gateway: defineSearchAttributeKey('Gateway', SearchAttributeType.KEYWORD),
+};
+
+// ---------------------------------------------------------------- buyer sign-in
+
+export const buyerSignInWorkflowId = (requestId: string): string => `buyer-sign-in/${requestId}`;
+
+/** The code is created and mailed inside one activity, so the plaintext code never enters workflow history. */
+export interface BuyerSignInInput {
+  email: string;
+  codeTtlMs: number;
+}
+
+// ---------------------------------------------------------------- sales operations (cancel, refund, tickets, webhooks)
+
+export const cancellationWorkflowId = (saleId: string): string => `cancellation/${saleId}`;
+export const saleIdFromCancellationWorkflowId = (workflowId: string): string | null =>
+  workflowId.startsWith('cancellation/') ? workflowId.slice('cancellation/'.length) : null;
+
+export interface CancellationInput {
+  saleId: string;
+  /** The caller sent acknowledge_open_payment: true (contract part 3, rule 3). */
+  acknowledgeOpenPayment: boolean;
+  /** Free text kept as the sale's failureReason. */
+  reason: string | null;
+}
+
+export type CancellationRejectionCode =
+  | 'NOT_FOUND'
+  | 'INVALID_STATE'
+  | 'SALE_ALREADY_CHECKED_IN'
+  | 'SALE_PAID_AT_GATEWAY'
+  | 'OPEN_PAYMENT_CONFIRMATION_REQUIRED'
+  | 'REFUND_REQUIRED';
+
+export type CancellationResult =
+  | { ok: true; saleStatus: SaleStatus; changed: boolean }
+  | { ok: false; code: CancellationRejectionCode; message: string; details: Record<string, unknown> };
+
+export const refundWorkflowId = (saleId: string): string => `refund/${saleId}`;
+export const saleIdFromRefundWorkflowId = (workflowId: string): string | null =>
+  workflowId.startsWith('refund/') ? workflowId.slice('refund/'.length) : null;
+
+export interface RefundInput {
+  saleId: string;
+  reason: string;
+  /** Refund even though a ticket was used at the door. */
+  force: boolean;
+  notifyBuyer: boolean;
+}
+
+export type RefundResult =
+  | {
+      ok: true;
+      saleStatus: SaleStatus;
+      /** False when the sale was already refunded: nothing was sent to the gateway again. */
+      changed: boolean;
+      gateway: Gateway | null;
+      refundId: string | null;
+      gatewayStatus: string | null;
+    }
+  | {
+      ok: false;
+      code: 'NOT_FOUND' | 'SALE_NOT_REFUNDABLE' | 'SALE_ALREADY_CHECKED_IN';
+      message: string;
+      details: Record<string, unknown>;
+    };
+
+/** Where a refund is; the refund route answers 202 with this while the gateway has not confirmed yet. */
+export type RefundPhase = 'checking' | 'refunding_at_gateway' | 'recording' | 'done' | 'rejected' | 'failed';
+export const refundStatusQuery = defineQuery<{ phase: RefundPhase; gatewayAttempts: number }>('refundStatus');
+
+export const ticketResendWorkflowId = (ticketId: string): string => `ticket-resend/${ticketId}`;
+
+export const WEBHOOK_DISPATCHER_WORKFLOW_ID = 'webhook-dispatcher';
+export const webhookDeliveryWorkflowId = (webhookId: string, eventId: string): string =>
+  `webhook/${webhookId}/${eventId}`;
+export const idsFromWebhookDeliveryWorkflowId = (workflowId: string): { webhookId: string; eventId: string } | null => {
+  const match = /^webhook\/([^/]+)\/([^/]+)$/.exec(workflowId);
+  return match?.[1] && match[2] ? { webhookId: match[1], eventId: match[2] } : null;
+};
+
+export interface WebhookDispatcherInput {
+  /** How long one dispatch activity waits for new outbox rows before returning (a long poll). */
+  pollWindowMs: number;
+}
+
+export interface WebhookDeliveryInput {
+  webhookId: string;
+  eventId: string;
+  /** Attempts including the first; waits double from initialIntervalMs up to maxIntervalMs. */
+  maxAttempts: number;
+  initialIntervalMs: number;
+  maxIntervalMs: number;
+}
+
+export interface WebhookAttemptResult {
+  outcome: 'delivered' | 'failed' | 'skipped';
+  /** HTTP status as text, or why no status: timeout, connection_error, blocked_address, redirect_not_followed… */
+  status: string;
+  /** False when another attempt cannot help (blocked address, endpoint paused, deleted or deactivated). */
+  retryable: boolean;
+}
+
+export interface WebhookDeliveryResult {
+  outcome: 'delivered' | 'failed' | 'skipped';
+  attempts: number;
+  lastStatus: string;
+}
+
+// ---------------------------------------------------------------- purchase session
+
+/** One execution per buyer and workspace owns the buyer's live purchase session, its hold token and its timer. */
+export const purchaseSessionWorkflowId = (workspaceId: string, buyerId: string): string =>
+  `purchase-session/${workspaceId}/${buyerId}`;
+
+export interface PurchaseSessionInput {
+  workspaceId: string;
+  buyerId: string;
+  /** How long the execution waits for a new session once none is live before it ends. */
+  idleMs?: number;
+}
+
+export type PurchaseSessionState = 'ACTIVE' | 'ORDERED' | 'RELEASED' | 'EXPIRED' | 'SUPERSEDED';
+
+export interface PurchaseSessionView {
+  id: string;
+  state: PurchaseSessionState;
+  eventDateId: string;
+  holdToken: string;
+  expiresAtMs: number;
+  busy: boolean;
+}
+
+export type PurchaseSessionCode =
+  | 'PURCHASE_SESSION_REQUIRED'
+  | 'PURCHASE_SESSION_SUPERSEDED'
+  | 'PURCHASE_SESSION_EXPIRED'
+  | 'PURCHASE_SESSION_BUSY';
+
+export type PurchaseSessionRefusal = { ok: false; code: PurchaseSessionCode; reason: string; message: string };
+export type PurchaseSessionClaim = { ok: true; session: PurchaseSessionView } | PurchaseSessionRefusal;
+
+export const openPurchaseSessionUpdate = defineUpdate<
+  PurchaseSessionView,
+  [{ sessionId: string; eventDateId: string; expiresInMinutes: number }]
+>('openPurchaseSession');
+/**
+ * Takes the session for one order (sessionId null: the buyer's live session, if any). A second claim while the
+ * first is in flight is refused (BUSY); the claim lapses by itself after `leaseMs`.
+ */
+export const claimPurchaseSessionUpdate = defineUpdate<
+  PurchaseSessionClaim,
+  [{ sessionId: string | null; eventDateId: string; leaseMs: number }]
+>('claimPurchaseSession');
+/** Ends a claim: `ordered` hands the hold token to the order's checkout (the session no longer expires it). */
+export const finishPurchaseSessionOrderUpdate = defineUpdate<void, [{ sessionId: string; ordered: boolean }]>(
+  'finishPurchaseSessionOrder',
+);
+export const releasePurchaseSessionUpdate = defineUpdate<PurchaseSessionClaim, [{ sessionId: string }]>(
+  'releasePurchaseSession',
+);
+export const purchaseSessionQuery = defineQuery<PurchaseSessionView | null, [string]>('purchaseSession');

@@ -1,0 +1,101 @@
+/**
+ * Refund: the organizer's POST /sales/{id}/refund. Full refund through the gateway that took the money.
+ *
+ * prepare (lock the sale; CONFIRMED, paid through a gateway, no ticket used unless force; tickets stop admitting)
+ *   ─▶ refund at the gateway, retried with backoff and no attempt cap until the gateway confirms
+ *        (gateway A: refund with idempotency key refund-<saleId>; gateway B: void)
+ *   ─▶ one transaction: REFUNDED, tickets INVALID, stock back, PaymentAttempt REFUND, outbox `sale.refunded`
+ *
+ * The workflow id is `refund/<saleId>`: a repeated request joins the running execution, and a request after it
+ * finished finds the sale REFUNDED and sends nothing to the gateway. If the gateway refuses for good (a non-retryable
+ * answer), the compensation makes the tickets valid again and the sale stays CONFIRMED.
+ */
+import { ActivityFailure, ApplicationFailure, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { SalesOpsActivities } from '../activities/sales-ops.js';
+import type { TicketOpsActivities } from '../activities/ticket-ops.js';
+import { type RefundInput, type RefundPhase, type RefundResult, refundStatusQuery } from './definitions.js';
+
+const steps = proxyActivities<SalesOpsActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+/** Money must go back: retried without a cap (exponential backoff up to 10 minutes) until the gateway confirms. */
+const gateway = proxyActivities<SalesOpsActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 minutes' },
+});
+
+const mail = proxyActivities<TicketOpsActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 10 },
+});
+
+export async function refund(input: RefundInput): Promise<RefundResult> {
+  let phase: RefundPhase = 'checking';
+  setHandler(refundStatusQuery, () => ({ phase, gatewayAttempts: 0 }));
+
+  const prepared = await steps.prepareRefund({ saleId: input.saleId, force: input.force, reason: input.reason });
+  if (prepared.state === 'rejected') {
+    phase = 'rejected';
+    return { ok: false, code: prepared.code, message: prepared.message, details: prepared.details };
+  }
+  if (prepared.state === 'already_refunded') {
+    phase = 'done';
+    return {
+      ok: true,
+      saleStatus: 'REFUNDED',
+      changed: false,
+      gateway: prepared.gateway,
+      refundId: null,
+      gatewayStatus: null,
+    };
+  }
+
+  phase = 'refunding_at_gateway';
+  let refunded: { status: string; refundId: string | null };
+  try {
+    refunded = await gateway.refundAtGateway({
+      saleId: input.saleId,
+      gateway: prepared.gateway,
+      paymentRef: prepared.paymentRef,
+      reference: prepared.reference,
+    });
+  } catch (error) {
+    const cause = error instanceof ActivityFailure && error.cause instanceof ApplicationFailure ? error.cause : null;
+    const message = cause?.message ?? (error instanceof Error ? error.message : String(error));
+    await steps.reinstateTicketsAfterFailedRefund({ saleId: input.saleId, message });
+    phase = 'failed';
+    return {
+      ok: false,
+      code: 'SALE_NOT_REFUNDABLE',
+      message: `The gateway refused the refund: ${message}`,
+      details: { reason: 'gateway_refused', gateway: prepared.gateway },
+    };
+  }
+
+  phase = 'recording';
+  const completed = await steps.completeRefund({
+    saleId: input.saleId,
+    gateway: prepared.gateway,
+    paymentRef: prepared.paymentRef,
+    gatewayStatus: refunded.status,
+    refundId: refunded.refundId,
+    reason: input.reason,
+  });
+  phase = 'done';
+  if (input.notifyBuyer && completed.changed) {
+    try {
+      await mail.emailRefundNotice(input.saleId);
+    } catch {
+      // The refund stands whether or not the courtesy email could be sent.
+    }
+  }
+  return {
+    ok: true,
+    saleStatus: completed.status,
+    changed: completed.changed,
+    gateway: prepared.gateway,
+    refundId: refunded.refundId,
+    gatewayStatus: refunded.status,
+  };
+}
