@@ -53,6 +53,7 @@ export function toReserved(sale: ISale): ReservedSale {
     total: sale.total,
     currency: sale.currency,
     expiresAtMs: sale.status === 'PENDING' && sale.expiresAt ? sale.expiresAt.getTime() : null,
+    paymentRef: sale.paymentRef ?? null,
   };
 }
 
@@ -384,6 +385,8 @@ async function prepareSeats(deps: ActivityDeps, saleId: string, request: Reserve
 export interface LatePaymentOutcome {
   outcome: 'confirmed' | 'needs_refund' | 'already_confirmed';
   status: SaleStatus;
+  /** When already confirmed: the payment that paid the sale. */
+  paymentRef?: string | null;
 }
 
 export function createCheckoutActivities(deps: ActivityDeps) {
@@ -444,7 +447,7 @@ export function createCheckoutActivities(deps: ActivityDeps) {
       provider: 'GATEWAY_A' | 'GATEWAY_B';
       paymentRef: string | null;
       paymentStatus: string;
-    }): Promise<{ confirmed: boolean; status: SaleStatus }> {
+    }): Promise<{ confirmed: boolean; status: SaleStatus; paymentRef: string | null }> {
       const em = deps.orm.em.fork();
       return em.transactional(async (tx) => {
         const updated = await tx.execute<{ id: string }[]>(
@@ -456,10 +459,10 @@ export function createCheckoutActivities(deps: ActivityDeps) {
         if (updated.length > 0) {
           await issueTickets(tx, input.saleId);
           await appendSaleEvent(tx, 'sale.confirmed', input.saleId);
-          return { confirmed: true, status: 'CONFIRMED' as const };
+          return { confirmed: true, status: 'CONFIRMED' as const, paymentRef: input.paymentRef };
         }
         const sale = await tx.findOneOrFail(Sale, { id: input.saleId }, ANY_TENANT);
-        return { confirmed: sale.status === 'CONFIRMED', status: sale.status };
+        return { confirmed: sale.status === 'CONFIRMED', status: sale.status, paymentRef: sale.paymentRef ?? null };
       });
     },
 
@@ -524,11 +527,13 @@ export function createCheckoutActivities(deps: ActivityDeps) {
       }
       try {
         return await em.transactional(async (tx) => {
-          const rows = await tx.execute<{ status: SaleStatus }[]>('select status from sales where id = ? for update', [
-            input.saleId,
-          ]);
+          const rows = await tx.execute<{ status: SaleStatus; payment_ref: string | null }[]>(
+            'select status, payment_ref from sales where id = ? for update',
+            [input.saleId],
+          );
           const status = rows[0]?.status;
-          if (status === 'CONFIRMED') return { outcome: 'already_confirmed' as const, status };
+          if (status === 'CONFIRMED')
+            return { outcome: 'already_confirmed' as const, status, paymentRef: rows[0]?.payment_ref ?? null };
           if (status !== 'ABANDONED') return { outcome: 'needs_refund' as const, status: status ?? 'ABANDONED' };
           const items = await tx.find(SaleItem, { sale: input.saleId });
           for (const item of items) {

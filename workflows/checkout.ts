@@ -11,7 +11,7 @@
  * and the payment window is one `condition(…, window)` below. Everything that can end a sale goes through
  * `closeUnpaid`, the one compensation path.
  */
-import { condition, log, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { condition, log, patched, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { CheckoutActivities } from '../activities/checkout.js';
 import type { PaymentActivities, PaymentVerdict } from '../activities/payments.js';
 import type { SeatActivities } from '../activities/seats.js';
@@ -93,6 +93,8 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
   const settledPayments = new Set<string>();
   /** Payments this workflow refunded (late money for a closed sale). */
   const refundedByUs = new Set<string>();
+  /** The gateway payment that paid the sale: any other approved payment for it is a second charge to give back. */
+  let paidWith: string | null = null;
 
   const status = (): CheckoutStatus => ({
     phase,
@@ -274,6 +276,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
     const snapshot = await sales.loadSaleSnapshot(input.saleId);
     sale = snapshot;
     phase = SALE_STATUS_TO_PHASE[snapshot.status];
+    paidWith = snapshot.paymentRef ?? null;
   } else {
     const reserved = await condition(() => currentPhase() !== 'awaiting_reservation', input.reserveTimeoutMs ?? 60_000);
     if (!reserved || currentPhase() === 'rejected' || !sale) {
@@ -294,6 +297,35 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
     publishPhase(
       closed.status === 'CANCELLED' ? 'cancelled' : closed.status === 'CONFIRMED' ? 'confirmed' : 'abandoned',
     );
+  }
+
+  /** An approved payment other than the one that paid the sale: the buyer was charged twice. */
+  const isSecondCharge = (verdict: PaymentVerdict): boolean =>
+    verdict.providerPaymentId !== null &&
+    paidWith !== null &&
+    verdict.providerPaymentId !== paidWith &&
+    !refundedByUs.has(verdict.providerPaymentId);
+
+  async function refundSecondCharge(verdict: PaymentVerdict, notification: PaymentNotification): Promise<void> {
+    const secondPayment = verdict.providerPaymentId ?? notification.dedupeKey;
+    refundedByUs.add(secondPayment);
+    const refund = await refunds.refundPayment({
+      saleId: input.saleId,
+      gateway: verdict.gateway,
+      providerPaymentId: verdict.providerPaymentId,
+      reason: 'second payment for a sale that was already paid',
+    });
+    await sales.recordAttempt({
+      saleId: input.saleId,
+      gateway: verdict.gateway,
+      kind: 'REFUND',
+      providerPaymentId: verdict.providerPaymentId,
+      status: refund.status,
+      statusDetail: null,
+      amount: null,
+      dedupeKey: `second-charge-refund:${secondPayment}`,
+      note: `payment ${secondPayment} arrived for a sale already paid by payment ${paidWith}; refunded`,
+    });
   }
 
   async function verdictFor(notification: PaymentNotification): Promise<PaymentVerdict | null> {
@@ -360,6 +392,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
             paymentStatus: verdict.rawStatus,
           });
           adoptGateway(verdict.gateway);
+          paidWith = result.paymentRef ?? paidWith;
           if (result.confirmed) publishPhase('confirmed');
         }
       } else if (verdict?.outcome === 'approved') {
@@ -370,6 +403,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
           paymentStatus: verdict.rawStatus,
         });
         adoptGateway(verdict.gateway);
+        paidWith = result.paymentRef ?? paidWith;
         if (result.confirmed) publishPhase('confirmed');
       } else if (verdict && verdict.outcome === 'rejected') {
         await sales.recordPaymentStatus({
@@ -428,6 +462,11 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
       continue;
     }
     if (currentPhase() === 'confirmed') {
+      // The marker keeps histories recorded before second charges were refunded replaying as they ran.
+      if (isSecondCharge(verdict) && patched('refund-second-charge')) {
+        await refundSecondCharge(verdict, notification);
+        continue;
+      }
       if (verdict.gateway === 'GATEWAY_B' && notification.eventType === 'SALE_APPROVED') {
         await sales.recordPaymentStatus({
           saleId: input.saleId,
@@ -444,7 +483,11 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
       paymentRef: verdict.providerPaymentId,
       paymentStatus: verdict.rawStatus,
     });
-    if (late.outcome === 'confirmed') {
+    if (late.outcome === 'already_confirmed') {
+      paidWith = late.paymentRef ?? paidWith;
+      if (isSecondCharge(verdict) && patched('refund-second-charge')) await refundSecondCharge(verdict, notification);
+    } else if (late.outcome === 'confirmed') {
+      paidWith = verdict.providerPaymentId;
       adoptGateway(verdict.gateway);
       publishPhase('confirmed');
       await sales.recordAttempt({

@@ -113,6 +113,8 @@ export interface ReservedSale {
   expiresAtMs: number | null;
   /** Numbered seats held at the seat-map provider: booked on confirmation, released when the sale ends unpaid. */
   seated?: boolean;
+  /** The gateway payment that paid the sale, once confirmed. Absent in histories recorded before it existed. */
+  paymentRef?: string | null;
 }
 
 export type ReserveResult = ReservedSale | ReserveRejection;

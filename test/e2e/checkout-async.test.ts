@@ -260,6 +260,76 @@ describe('gateway B payment button (legend plan + allowlist)', () => {
   });
 });
 
+describe('a buyer charged twice for one sale gets the second charge back', () => {
+  test('two bank transfers for one order: the first approved pays the sale, the second is refunded', async () => {
+    const event = await publishEvent(api, organizer, { capacity: 5 });
+    const { token, order } = await reserve(api, event, 'twice');
+    const pse = await api.request({
+      method: 'POST',
+      url: `/api/v1/customer/orders/${order.saleId}/payment/pse`,
+      headers: session(token),
+    });
+    expect(pse.statusCode).toBe(200);
+    const { redirectUrl } = pse.json().data;
+    // Two browser tabs on the same bank page: two transfers for one order.
+    for (let tab = 0; tab < 2; tab += 1) {
+      const submitted = await fetch(redirectUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          bank: '1007',
+          entity_type: 'individual',
+          email: 'b@example.test',
+          decision: 'confirm',
+        }),
+        redirect: 'manual',
+      });
+      expect(submitted.status).toBe(302);
+    }
+    const first = await control('/gateway-a/pse/settle', { reference: order.reference, outcome: 'approved' });
+    expect(first.status).toBe(200);
+    const confirmed = await eventually(
+      () => orderOf(api, token, order.saleId),
+      (o) => o.status === 'CONFIRMED',
+    );
+    const second = await control('/gateway-a/pse/settle', { reference: order.reference, outcome: 'approved' });
+    expect(second.status).toBe(200);
+
+    const attempts = await eventually(
+      async () =>
+        (
+          await api.request({
+            method: 'GET',
+            url: `/api/v1/sales/${order.saleId}/attempts`,
+            headers: bearer(organizer.key),
+          })
+        ).json().data as Array<{ kind: string; providerPaymentId: string | null; note: string | null }>,
+      (list) => list.some((a) => a.kind === 'REFUND'),
+      20_000,
+    );
+    const refunds = attempts.filter((a) => a.kind === 'REFUND');
+    expect(refunds).toHaveLength(1);
+    expect(refunds[0]?.note).toMatch(/already paid/);
+
+    const search = await fetch(
+      `${api.env.SANDBOX_URL}/gateway-a/v1/payments/search?external_reference=${order.reference}`,
+      { headers: { authorization: `Bearer ${api.env.GATEWAY_A_ACCESS_TOKEN}` } },
+    );
+    const payments = ((await search.json()) as { results: Array<{ id: number; status: string }> }).results;
+    expect(payments).toHaveLength(2);
+    const refunded = payments.filter((p) => p.status === 'refunded');
+    const kept = payments.filter((p) => p.status === 'approved');
+    expect(refunded).toHaveLength(1);
+    expect(kept).toHaveLength(1);
+    expect(String(refunded[0]?.id)).toBe(refunds[0]?.providerPaymentId);
+
+    // The sale stays paid by the payment that confirmed it, with its tickets.
+    const after = await orderOf(api, token, order.saleId);
+    expect(after.status).toBe('CONFIRMED');
+    expect(after.tickets).toHaveLength(confirmed.tickets.length);
+  });
+});
+
 describe('late payments are never lost (contract 3, rule 5)', () => {
   let shortApi: TestApi;
   beforeAll(async () => {

@@ -142,4 +142,53 @@ describe('fresh executions replay deterministically', () => {
     recorded.push(history(api, released.saleId, 'checkout-released'));
     expect(replay(recorded).map((result) => result.ok)).toEqual([true, true, true]);
   }, 120_000);
+
+  test('a second approved payment refunded after confirmation (patch refund-second-charge)', async () => {
+    const organizer = await createOrganizer(api.orm.em.fork());
+    const event = await publishEvent(api, organizer);
+    const token = await signInBuyer(api, `replay-${Math.random().toString(36).slice(2, 8)}@buyers.test`);
+    const sale = (await reserveOrder(api, token, orderBody(event))).json().data;
+    const pse = await api.request({
+      method: 'POST',
+      url: `/api/v1/customer/orders/${sale.saleId}/payment/pse`,
+      headers: session(token),
+    });
+    const { redirectUrl } = pse.json().data;
+    for (let tab = 0; tab < 2; tab += 1) {
+      await fetch(redirectUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          bank: '1007',
+          entity_type: 'individual',
+          email: 'b@example.test',
+          decision: 'confirm',
+        }),
+        redirect: 'manual',
+      });
+    }
+    const settle = () =>
+      fetch(`${api.env.SANDBOX_URL}/control/gateway-a/pse/settle`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ reference: sale.reference, outcome: 'approved' }),
+      });
+    await settle();
+    await eventually(
+      async () => await customerOrder(api, token, sale.saleId),
+      (o) => o.status === 'CONFIRMED',
+    );
+    await settle();
+    await eventually(
+      async () =>
+        (await api.orm.em
+          .fork()
+          .execute(`select count(*)::int as n from payment_attempts where sale_id = ? and kind = 'REFUND'`, [
+            sale.saleId,
+          ])) as Array<{ n: number }>,
+      (rows) => rows[0]?.n === 1,
+    );
+    const recorded = history(api, sale.saleId, 'checkout-second-charge-refunded');
+    expect(replay([recorded]).map((result) => result.ok)).toEqual([true]);
+  }, 120_000);
 });
