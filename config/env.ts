@@ -22,6 +22,11 @@ const EnvSchema = z.object({
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().default('default'),
   TEMPORAL_TASK_QUEUE: z.string().default('ticketing'),
+  /**
+   * Workflow executions the worker keeps in memory. Checkouts stay open for the late-payment grace period, so an
+   * unbounded cache grows with every sale of the day; an evicted execution is rebuilt from its history on its next task.
+   */
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(10).default(1000),
   /** Live keys look like `<prefix>_live_<secret>` (contract 5.1). */
   API_KEY_PREFIX: z
     .string()

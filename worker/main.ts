@@ -36,6 +36,7 @@ const worker = await Worker.create({
   workflowsPath: fileURLToPath(new URL('../workflows/index.ts', import.meta.url)),
   activities: createActivities({ env, orm, redis, providers, temporal }),
   shutdownGraceTime: '10 seconds',
+  maxCachedWorkflows: env.WORKER_MAX_CACHED_WORKFLOWS,
 });
 
 logger.info({ taskQueue: env.TEMPORAL_TASK_QUEUE, namespace: env.TEMPORAL_NAMESPACE }, 'worker started');
