@@ -4,6 +4,7 @@
  * cancel, a refund and a door check-in of the same sale are serialized; every change is conditional on the status it
  * expects, so a retried step changes nothing.
  */
+
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
@@ -13,6 +14,7 @@ import { releaseStock } from '../entities/stock.js';
 import { checkoutWorkflowId, type Gateway, type ReleaseResult, releaseUpdate } from '../workflows/definitions.js';
 import type { ActivityDeps } from './deps.js';
 import { appendSaleEvent } from './outbox.js';
+import { freeSeatsOfClosedSale } from './seats.js';
 
 interface SaleRow {
   id: string;
@@ -197,7 +199,7 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
       | { ok: false; code: 'INVALID_STATE' | 'SALE_ALREADY_CHECKED_IN' | 'REFUND_REQUIRED'; status: SaleStatus | null }
     > {
       const em = deps.orm.em.fork();
-      return em.transactional(async (tx) => {
+      const outcome = await em.transactional(async (tx) => {
         const sale = await lockSale(tx, input.saleId);
         if (!sale) return { ok: false as const, code: 'INVALID_STATE' as const, status: null };
         if (sale.status === 'CANCELLED') return { ok: true as const, changed: false, status: sale.status };
@@ -223,6 +225,9 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
         }
         return { ok: true as const, changed: true, status: 'CANCELLED' as const };
       });
+      // After the commit, and on every retry: the seats go back on sale with the stock.
+      if (outcome.ok) await freeSeatsOfClosedSale(deps, input.saleId);
+      return outcome;
     },
 
     /**
@@ -327,7 +332,7 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
       reason: string;
     }): Promise<{ changed: boolean; status: SaleStatus }> {
       const em = deps.orm.em.fork();
-      return em.transactional(async (tx) => {
+      const outcome = await em.transactional(async (tx) => {
         const sale = await lockSale(tx, input.saleId);
         if (!sale) throw ApplicationFailure.nonRetryable(`sale ${input.saleId} disappeared`);
         if (sale.status !== 'CONFIRMED') return { changed: false, status: sale.status };
@@ -352,6 +357,9 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
         await appendSaleEvent(tx, 'sale.refunded', input.saleId, { reason: input.reason });
         return { changed: true, status: 'REFUNDED' as const };
       });
+      // After the commit, and on every retry: the seats go back on sale with the stock.
+      if (outcome.status === 'REFUNDED') await freeSeatsOfClosedSale(deps, input.saleId);
+      return outcome;
     },
 
     /** Compensation when the gateway refused the refund for good: the tickets the refund had stopped are valid again. */

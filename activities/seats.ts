@@ -39,6 +39,32 @@ export function seatMap(deps: ActivityDeps) {
   return port;
 }
 
+/**
+ * Puts back on sale the seats of a sale that was paid and then cancelled or refunded: the seats booked under its
+ * order id and any still held by its token. Reads the provider first, so a repeat (an activity retry) frees nothing
+ * that another buyer has taken since.
+ */
+export async function freeSeatsOfClosedSale(deps: ActivityDeps, saleId: string): Promise<number> {
+  const seats = await seatsOfSale(deps, saleId);
+  if (!seats) return 0;
+  const port = seatMap(deps);
+  const statuses: SeatMapSeat[] = await port.objectStatuses(seats.eventKey, seats.labels);
+  const ours = statuses
+    .filter(
+      (seat) =>
+        (seat.status === 'booked' && seat.orderId === saleId) ||
+        (seat.status === 'reservedByToken' && seats.holdToken !== null && seat.holdToken === seats.holdToken),
+    )
+    .map((seat) => seat.label);
+  if (ours.length === 0) return 0;
+  try {
+    await port.release({ eventKey: seats.eventKey, labels: ours });
+  } catch (error) {
+    if (!isSeatRefusal(error)) throw error;
+  }
+  return ours.length;
+}
+
 /** Minutes from now until `untilMs`, rounded up, plus a minute of margin so a last-second payment still books. */
 export const minutesUntil = (untilMs: number, nowMs: number): number =>
   Math.max(1, Math.ceil((untilMs - nowMs) / 60_000) + 1);

@@ -4,7 +4,7 @@
  */
 import { providerUrls } from '../../config/env.js';
 import { SeatMapClient } from '../../integrations/seatmap/client.js';
-import { createOrganizer, type Organizer } from '../support/fixtures.js';
+import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
 import {
   cardToken,
   customerOrder,
@@ -169,6 +169,36 @@ describe('numbered seats and purchase sessions', () => {
     expect(await statusOf(event, 'A-1')).toMatchObject({ status: 'booked', orderId: order.saleId });
     expect(await statusOf(event, 'A-2')).toMatchObject({ status: 'booked' });
     expect((await customerOrder(api, token, order.saleId)).status).toBe('CONFIRMED');
+  });
+
+  test('a paid seated sale refunded by the organizer puts its seats back on sale', async () => {
+    const event = await seatedEvent();
+    const token = await signInBuyer(api, email());
+    const opened = await openSession(token, event);
+    await seatMap.hold({ eventKey: event.eventDateId, labels: ['A-3'], holdToken: opened.holdToken });
+    const order = (await reserveOrder(api, token, seatOrder(event, ['A-3'], opened.holdToken))).json().data;
+    const paid = await api.request({
+      method: 'POST',
+      url: `/api/v1/customer/orders/${order.saleId}/payment/card`,
+      headers: session(token),
+      payload: { token: await cardToken(api, 'APRO') },
+    });
+    expect(paid.json().data.saleStatus).toBe('CONFIRMED');
+    expect(await statusOf(event, 'A-3')).toMatchObject({ status: 'booked', orderId: order.saleId });
+
+    const refunded = await api.request({
+      method: 'POST',
+      url: `/api/v1/sales/${order.saleId}/refund`,
+      headers: bearer(organizer.key),
+      payload: { reason: 'the buyer cannot attend' },
+    });
+    expect([200, 202]).toContain(refunded.statusCode);
+    await eventually(
+      async () => (await customerOrder(api, token, order.saleId)).status,
+      (status) => status === 'REFUNDED',
+    );
+    expect(await statusOf(event, 'A-3')).toMatchObject({ status: 'free', orderId: null });
+    expect((await availableSeats(event)).find((seat) => seat.label === 'A-3')?.status).toBe('free');
   });
 
   test('HOLD_TOKEN_MISMATCH, seats_not_held and SEAT_NOT_AVAILABLE through HTTP', async () => {
