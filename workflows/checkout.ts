@@ -306,27 +306,42 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
     verdict.providerPaymentId !== paidWith &&
     !refundedByUs.has(verdict.providerPaymentId);
 
-  async function refundSecondCharge(verdict: PaymentVerdict, notification: PaymentNotification): Promise<void> {
-    const secondPayment = verdict.providerPaymentId ?? notification.dedupeKey;
-    refundedByUs.add(secondPayment);
-    const refund = await refunds.refundPayment({
+  /**
+   * Gives an approved payment back and records why. The set keeps the gateway's confirmation of this refund from
+   * being read as news about the sale.
+   */
+  async function refundAndRecord(
+    verdict: PaymentVerdict,
+    notification: PaymentNotification,
+    refund: { reason: string; dedupePrefix: string; note: string },
+  ): Promise<void> {
+    const payment = verdict.providerPaymentId ?? notification.dedupeKey;
+    refundedByUs.add(payment);
+    const refunded = await refunds.refundPayment({
       saleId: input.saleId,
       gateway: verdict.gateway,
       providerPaymentId: verdict.providerPaymentId,
-      reason: 'second payment for a sale that was already paid',
+      reason: refund.reason,
     });
     await sales.recordAttempt({
       saleId: input.saleId,
       gateway: verdict.gateway,
       kind: 'REFUND',
       providerPaymentId: verdict.providerPaymentId,
-      status: refund.status,
+      status: refunded.status,
       statusDetail: null,
       amount: null,
-      dedupeKey: `second-charge-refund:${secondPayment}`,
-      note: `payment ${secondPayment} arrived for a sale already paid by payment ${paidWith}; refunded`,
+      dedupeKey: `${refund.dedupePrefix}:${payment}`,
+      note: refund.note,
     });
   }
+
+  const refundSecondCharge = (verdict: PaymentVerdict, notification: PaymentNotification): Promise<void> =>
+    refundAndRecord(verdict, notification, {
+      reason: 'second payment for a sale that was already paid',
+      dedupePrefix: 'second-charge-refund',
+      note: `payment ${verdict.providerPaymentId ?? notification.dedupeKey} arrived for a sale already paid by payment ${paidWith}; refunded`,
+    });
 
   async function verdictFor(notification: PaymentNotification): Promise<PaymentVerdict | null> {
     const verdict = await gateways.readPayment({ saleId: input.saleId, notification });
@@ -360,22 +375,9 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
         const booked = await seats.bookSaleSeats({ saleId: input.saleId });
         if (!booked.ok) {
           await closeUnpaid('ABANDONED', 'seats lost at the seat-map provider');
-          if (verdict.providerPaymentId) refundedByUs.add(verdict.providerPaymentId);
-          const refund = await refunds.refundPayment({
-            saleId: input.saleId,
-            gateway: verdict.gateway,
-            providerPaymentId: verdict.providerPaymentId,
+          await refundAndRecord(verdict, notification, {
             reason: 'the seats of this sale were no longer held',
-          });
-          await sales.recordAttempt({
-            saleId: input.saleId,
-            gateway: verdict.gateway,
-            kind: 'REFUND',
-            providerPaymentId: verdict.providerPaymentId,
-            status: refund.status,
-            statusDetail: null,
-            amount: null,
-            dedupeKey: `seats-lost-refund:${verdict.providerPaymentId ?? notification.dedupeKey}`,
+            dedupePrefix: 'seats-lost-refund',
             note: `seats were no longer held at the seat-map provider (${booked.reason ?? 'refused'}); refunded`,
           });
           await sales.recordPaymentStatus({
@@ -503,22 +505,9 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
       });
       await tickets.emailTickets(input.saleId);
     } else if (late.outcome === 'needs_refund') {
-      if (verdict.providerPaymentId) refundedByUs.add(verdict.providerPaymentId);
-      const refund = await refunds.refundPayment({
-        saleId: input.saleId,
-        gateway: verdict.gateway,
-        providerPaymentId: verdict.providerPaymentId,
+      await refundAndRecord(verdict, notification, {
         reason: 'late payment for a closed sale with no stock left',
-      });
-      await sales.recordAttempt({
-        saleId: input.saleId,
-        gateway: verdict.gateway,
-        kind: 'REFUND',
-        providerPaymentId: verdict.providerPaymentId,
-        status: refund.status,
-        statusDetail: null,
-        amount: null,
-        dedupeKey: `late-refund:${verdict.providerPaymentId ?? notification.dedupeKey}`,
+        dedupePrefix: 'late-refund',
         note: `payment arrived after the sale was ${late.status}; ${late.status === 'CANCELLED' ? 'the sale was cancelled' : 'the stock was sold meanwhile'}, refunded`,
       });
       await sales.recordPaymentStatus({
