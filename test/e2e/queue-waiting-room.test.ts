@@ -3,33 +3,8 @@
  * come, first served, at queueAdmissionsPerMinute; orders without an admitted turn are refused before any hold.
  */
 import { createOrganizer, type Organizer } from '../support/fixtures.js';
-import { eventually, orderBody, publishEvent, reserveOrder, waitForMail } from '../support/purchase.js';
+import { eventually, orderBody, publishEvent, reserveOrder, signInBuyer } from '../support/purchase.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
-
-/**
- * Signs a buyer in through HTTP like signInBuyer, from an address of its own: the per-address sign-in limit
- * (30 per 10 minutes) is shared by every suite of a run, and these tests sign many buyers in.
- */
-async function signInBuyer(api: TestApi, email: string): Promise<string> {
-  const remoteAddress = `10.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}.${1 + Math.floor(Math.random() * 250)}`;
-  const requested = await api.request({
-    method: 'POST',
-    url: '/api/v1/customer/auth/request',
-    payload: { email },
-    remoteAddress,
-  });
-  if (requested.statusCode !== 202) throw new Error(`auth/request → ${requested.statusCode} ${requested.body}`);
-  const mail = await waitForMail(api.env.SANDBOX_URL, email, (m) => /sign-in code/i.test(m.subject));
-  const code = /(\d{6})/.exec(mail.subject)?.[1];
-  const verified = await api.request({
-    method: 'POST',
-    url: '/api/v1/customer/auth/verify',
-    payload: { email, code },
-    remoteAddress,
-  });
-  if (verified.statusCode !== 200) throw new Error(`auth/verify → ${verified.statusCode} ${verified.body}`);
-  return verified.json().data.session_token;
-}
 
 let one: TestApi;
 let two: TestApi;

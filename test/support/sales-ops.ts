@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { bearer, type Organizer } from './fixtures.js';
-import { cardToken, orderBody, type PublishedEvent, session, waitForMail } from './purchase.js';
+import { cardToken, orderBody, type PublishedEvent, session, signInBuyer } from './purchase.js';
 import { startTestApi, type TestApi } from './stack.js';
 
 export const uniqueEmail = (label: string) => `${label}-${Math.random().toString(36).slice(2, 10)}@buyers.test`;
@@ -71,38 +71,10 @@ export async function complimentary(
   return response.json().data;
 }
 
-let buyerAddress = 0;
-/**
- * Signs a buyer in as a front end would (request a code, read it from the inbox, verify it), each buyer from its own
- * address (TEST-NET-2): the sign-in limit counts per client address, and a whole suite of buyers coming from one
- * loopback address would exhaust it for every other test sharing the stack.
- */
-export async function signInFromOwnAddress(api: TestApi, email: string): Promise<string> {
-  buyerAddress += 1;
-  const remoteAddress = `198.51.100.${(process.pid % 50) + 1 + ((buyerAddress * 7) % 200)}`;
-  const requested = await api.request({
-    method: 'POST',
-    url: '/api/v1/customer/auth/request',
-    payload: { email },
-    remoteAddress,
-  });
-  if (requested.statusCode !== 202) throw new Error(`auth/request → ${requested.statusCode} ${requested.body}`);
-  const mail = await waitForMail(api.env.SANDBOX_URL, email, (m) => /sign-in code/i.test(m.subject));
-  const code = /(\d{6})/.exec(mail.subject)?.[1];
-  const verified = await api.request({
-    method: 'POST',
-    url: '/api/v1/customer/auth/verify',
-    payload: { email, code },
-    remoteAddress,
-  });
-  if (verified.statusCode !== 200) throw new Error(`auth/verify → ${verified.statusCode} ${verified.body}`);
-  return verified.json().data.session_token;
-}
-
 /** A buyer reserves `quantity` tickets through the headless flow: a PENDING sale. */
 export async function reserve(api: TestApi, event: PublishedEvent, label: string, quantity = 1) {
   const email = uniqueEmail(label);
-  const token = await signInFromOwnAddress(api, email);
+  const token = await signInBuyer(api, email);
   const created = await api.request({
     method: 'POST',
     url: '/api/v1/customer/orders',
