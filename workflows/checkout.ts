@@ -11,7 +11,15 @@
  * and the payment window is one `condition(…, window)` below. Everything that can end a sale goes through
  * `closeUnpaid`, the one compensation path.
  */
-import { condition, log, patched, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  condition,
+  log,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import type { CheckoutActivities } from '../activities/checkout.js';
 import type { PaymentActivities, PaymentVerdict } from '../activities/payments.js';
 import type { SeatActivities } from '../activities/seats.js';
@@ -39,6 +47,17 @@ import {
 const sales = proxyActivities<CheckoutActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+/**
+ * The reservation as a local activity: one short, idempotent transaction run inside the workflow task that accepted
+ * the update, instead of a trip through the task queue and a second workflow task. Temporal work per reservation is
+ * what bounds a flash sale on one box; retried without a cap like the task-queue version, so a database restart
+ * delays reservations instead of failing them.
+ */
+const reservations = proxyLocalActivities<CheckoutActivities>({
+  startToCloseTimeout: '15 seconds',
+  localRetryThreshold: '5 seconds',
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
 const gateways = proxyActivities<PaymentActivities>({
   startToCloseTimeout: '30 seconds',
@@ -121,7 +140,10 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
   setHandler(
     reserveUpdate,
     async (request) => {
-      const result = await sales.reserveSale({ saleId: input.saleId, request });
+      // Executions that reserved through the task queue before this change replay that way.
+      const result = patched('reserve-as-local-activity')
+        ? await reservations.reserveSale({ saleId: input.saleId, request })
+        : await sales.reserveSale({ saleId: input.saleId, request });
       if (!result.ok) {
         phase = 'rejected';
         return result;

@@ -207,6 +207,8 @@ export interface TaskLatency {
   activityRun: { p50: number; p95: number };
   /** First event → first activity completed (the reserve update's whole server-side path). */
   firstActivityDone: { p50: number; p95: number };
+  /** From the workflow's start to the reserve update's completion (the reservation answered). */
+  reserveUpdateDone: { p50: number; p95: number };
 }
 
 type HistoryEvent = {
@@ -230,6 +232,7 @@ export async function temporalTaskLatency(client: Client, workflowIds: string[])
   const actSts: number[] = [];
   const actRun: number[] = [];
   const firstAct: number[] = [];
+  const updateDone: number[] = [];
   for (const id of workflowIds) {
     let history: { events?: HistoryEvent[] | null };
     try {
@@ -241,7 +244,12 @@ export async function temporalTaskLatency(client: Client, workflowIds: string[])
     const byId = new Map(events.map((event) => [Number(event.eventId), event]));
     const first = events[0];
     let firstActivitySeen = false;
+    let updateSeen = false;
     for (const event of events) {
+      if (!updateSeen && first && event.eventType === T.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED) {
+        updateSeen = true;
+        updateDone.push(msOf(event) - msOf(first));
+      }
       if (event.eventType === T.EVENT_TYPE_WORKFLOW_TASK_STARTED) {
         const scheduled = byId.get(Number(event.workflowTaskStartedEventAttributes?.scheduledEventId));
         if (scheduled) wfSts.push(msOf(event) - msOf(scheduled));
@@ -272,5 +280,6 @@ export async function temporalTaskLatency(client: Client, workflowIds: string[])
     activityScheduleToStart: pair(actSts),
     activityRun: pair(actRun),
     firstActivityDone: pair(firstAct),
+    reserveUpdateDone: pair(updateDone),
   };
 }
