@@ -26,7 +26,7 @@ const EnvSchema = z.object({
    * Workflow executions the worker keeps in memory. Checkouts stay open for the late-payment grace period, so an
    * unbounded cache grows with every sale of the day; an evicted execution is rebuilt from its history on its next task.
    */
-  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(10).default(1000),
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(10).default(300),
   /** Live keys look like `<prefix>_live_<secret>` (contract 5.1). */
   API_KEY_PREFIX: z
     .string()

@@ -1,5 +1,10 @@
 /** Worker process: registers every workflow and activity on the task queue; drains running tasks on SIGINT/SIGTERM. */
+import { execFile } from 'node:child_process';
+import { readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
@@ -28,12 +33,28 @@ await operator.close();
 const clientConnection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
 const temporal = new Client({ connection: clientConnection, namespace: env.TEMPORAL_NAMESPACE });
 
+/** The workflow bundle, built in a child process so that webpack's peak memory is not the worker's (see the script). */
+async function buildWorkflowBundle(): Promise<string> {
+  const target = join(tmpdir(), `ticketing-workflows-${process.pid}.js`);
+  const script = fileURLToPath(new URL('./build-workflow-bundle.ts', import.meta.url));
+  await promisify(execFile)(process.execPath, ['--import', 'tsx', script, target], {
+    env: { ...process.env, NODE_OPTIONS: '' },
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  try {
+    return await readFile(target, 'utf8');
+  } finally {
+    await rm(target, { force: true });
+  }
+}
+
+const workflowCode = await buildWorkflowBundle();
 const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
 const worker = await Worker.create({
   connection,
   namespace: env.TEMPORAL_NAMESPACE,
   taskQueue: env.TEMPORAL_TASK_QUEUE,
-  workflowsPath: fileURLToPath(new URL('../workflows/index.ts', import.meta.url)),
+  workflowBundle: { code: workflowCode },
   activities: createActivities({ env, orm, redis, providers, temporal }),
   shutdownGraceTime: '10 seconds',
   maxCachedWorkflows: env.WORKER_MAX_CACHED_WORKFLOWS,

@@ -1,0 +1,18 @@
+/**
+ * Builds the workflow bundle into the file named by the first argument. The worker runs this in a child process
+ * before it starts: webpack's peak memory (a few hundred MB) then belongs to a process that exits, not to the
+ * long-lived worker, whose resident memory is what holds up under a flash sale.
+ */
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { bundleWorkflowCode } from '@temporalio/worker';
+
+const target = process.argv[2];
+if (!target) {
+  console.error('usage: build-workflow-bundle <output file>');
+  process.exit(2);
+}
+const { code } = await bundleWorkflowCode({
+  workflowsPath: fileURLToPath(new URL('../workflows/index.ts', import.meta.url)),
+});
+writeFileSync(target, code);
