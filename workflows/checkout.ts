@@ -59,6 +59,21 @@ const reservations = proxyLocalActivities<CheckoutActivities>({
   localRetryThreshold: '5 seconds',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
+/**
+ * The same database steps (and the payment-rail lookups, which only read the database) as local activities: each is
+ * a short, idempotent statement, and running it inside the workflow task saves a task-queue round trip and a
+ * workflow task per step. Calls that leave for the gateways stay on the task queue.
+ */
+const localSales = proxyLocalActivities<CheckoutActivities>({
+  startToCloseTimeout: '15 seconds',
+  localRetryThreshold: '5 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+const localRails = proxyLocalActivities<PaymentActivities>({
+  startToCloseTimeout: '15 seconds',
+  localRetryThreshold: '5 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 8 },
+});
 const gateways = proxyActivities<PaymentActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 8 },
@@ -102,6 +117,10 @@ const unavailable = (reason: string, message: string): PaymentUnavailable => ({
 });
 
 export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
+  // Executions started while these steps went through the task queue replay them that way.
+  const localSteps = patched('database-steps-local');
+  const db = localSteps ? localSales : sales;
+  const rails = localSteps ? localRails : gateways;
   let phase: CheckoutPhase = 'awaiting_reservation';
   let sale: ReservedSale | null = null;
   let gateway: Gateway | null = null;
@@ -168,7 +187,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
   async function railFor(requested: 'any' | 'pse'): Promise<Gateway | PaymentUnavailable> {
     if (!windowOpen())
       return unavailable('reservation_expired', 'The reservation has expired or the sale is no longer pending');
-    const rail = await gateways.choosePaymentRail(input.saleId);
+    const rail = await rails.choosePaymentRail(input.saleId);
     if (requested === 'pse' && rail.gateway === 'GATEWAY_B') {
       return unavailable('gateway_b_only', 'This event charges only through the embedded payment button (gateway B)');
     }
@@ -197,12 +216,12 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
     adoptGateway(rail);
     const current = sale;
     if (!current || current.expiresAtMs === null) return unavailable('not_pending', 'The sale is no longer pending');
-    const configuration = await gateways.buildPaymentConfiguration({
+    const configuration = await rails.buildPaymentConfiguration({
       saleId: input.saleId,
       gateway: rail,
       expiresAtMs: current.expiresAtMs,
     });
-    await sales.recordAttempt({
+    await db.recordAttempt({
       saleId: input.saleId,
       gateway: rail,
       kind: 'OPEN',
@@ -223,7 +242,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
     const current = sale;
     if (!current || current.expiresAtMs === null) return unavailable('not_pending', 'The sale is no longer pending');
     const preference = await gateways.openPsePayment({ saleId: input.saleId, expiresAtMs: current.expiresAtMs });
-    await sales.recordAttempt({
+    await db.recordAttempt({
       saleId: input.saleId,
       gateway: 'GATEWAY_A',
       kind: 'PSE',
@@ -244,7 +263,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
       return unavailable('gateway_b_only', 'This event pays through gateway B; card tokens are for gateway A');
     adoptGateway(rail);
     const payment = await gateways.chargeCard({ saleId: input.saleId, request });
-    await sales.recordAttempt({
+    await db.recordAttempt({
       saleId: input.saleId,
       gateway: 'GATEWAY_A',
       kind: 'CARD',
@@ -295,7 +314,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
   // ---------------------------------------------------------------- the story
 
   if (input.resumeAfterClose) {
-    const snapshot = await sales.loadSaleSnapshot(input.saleId);
+    const snapshot = await db.loadSaleSnapshot(input.saleId);
     sale = snapshot;
     phase = SALE_STATUS_TO_PHASE[snapshot.status];
     paidWith = snapshot.paymentRef ?? null;
@@ -313,7 +332,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
   const reservation: ReservedSale = sale;
 
   async function closeUnpaid(to: 'ABANDONED' | 'CANCELLED', reason: string): Promise<void> {
-    const closed = await sales.closeUnpaidSale({ saleId: input.saleId, to, reason });
+    const closed = await db.closeUnpaidSale({ saleId: input.saleId, to, reason });
     // The one compensation path frees the sale's seats at the provider too.
     if (reservation.seated && closed.closed) await seats.releaseSaleSeats({ saleId: input.saleId });
     publishPhase(
@@ -345,7 +364,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
       providerPaymentId: verdict.providerPaymentId,
       reason: refund.reason,
     });
-    await sales.recordAttempt({
+    await db.recordAttempt({
       saleId: input.saleId,
       gateway: verdict.gateway,
       kind: 'REFUND',
@@ -367,7 +386,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
 
   async function verdictFor(notification: PaymentNotification): Promise<PaymentVerdict | null> {
     const verdict = await gateways.readPayment({ saleId: input.saleId, notification });
-    const recorded = await sales.recordAttempt({
+    const recorded = await db.recordAttempt({
       saleId: input.saleId,
       gateway: verdict.gateway,
       kind: 'NOTIFICATION',
@@ -402,14 +421,14 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
             dedupePrefix: 'seats-lost-refund',
             note: `seats were no longer held at the seat-map provider (${booked.reason ?? 'refused'}); refunded`,
           });
-          await sales.recordPaymentStatus({
+          await db.recordPaymentStatus({
             saleId: input.saleId,
             paymentStatus: 'FT_SEATS_LOST_REFUNDED',
             declineCode: null,
             provider: verdict.gateway,
           });
         } else {
-          const result = await sales.confirmSale({
+          const result = await db.confirmSale({
             saleId: input.saleId,
             provider: verdict.gateway,
             paymentRef: verdict.providerPaymentId,
@@ -420,7 +439,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
           if (result.confirmed) publishPhase('confirmed');
         }
       } else if (verdict?.outcome === 'approved') {
-        const result = await sales.confirmSale({
+        const result = await db.confirmSale({
           saleId: input.saleId,
           provider: verdict.gateway,
           paymentRef: verdict.providerPaymentId,
@@ -430,14 +449,14 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
         paidWith = result.paymentRef ?? paidWith;
         if (result.confirmed) publishPhase('confirmed');
       } else if (verdict && verdict.outcome === 'rejected') {
-        await sales.recordPaymentStatus({
+        await db.recordPaymentStatus({
           saleId: input.saleId,
           paymentStatus: verdict.rawStatus,
           declineCode: verdict.statusDetail,
           provider: verdict.gateway,
         });
       } else if (verdict) {
-        await sales.recordPaymentStatus({
+        await db.recordPaymentStatus({
           saleId: input.saleId,
           paymentStatus: verdict.rawStatus,
           declineCode: null,
@@ -476,7 +495,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
       // The gateway confirming a refund we issued ourselves must not hide why we issued it.
       const ourRefund = verdict?.providerPaymentId ? refundedByUs.has(verdict.providerPaymentId) : false;
       if (verdict && currentPhase() !== 'confirmed' && !ourRefund) {
-        await sales.recordPaymentStatus({
+        await db.recordPaymentStatus({
           saleId: input.saleId,
           paymentStatus: verdict.rawStatus,
           declineCode: verdict.outcome === 'rejected' ? verdict.statusDetail : null,
@@ -492,7 +511,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
         continue;
       }
       if (verdict.gateway === 'GATEWAY_B' && notification.eventType === 'SALE_APPROVED') {
-        await sales.recordPaymentStatus({
+        await db.recordPaymentStatus({
           saleId: input.saleId,
           paymentStatus: 'FT_SALE_APPROVED_POST_CONFIRM',
           declineCode: null,
@@ -501,7 +520,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
       }
       continue;
     }
-    const late = await sales.confirmLatePayment({
+    const late = await db.confirmLatePayment({
       saleId: input.saleId,
       provider: verdict.gateway,
       paymentRef: verdict.providerPaymentId,
@@ -514,7 +533,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
       paidWith = verdict.providerPaymentId;
       adoptGateway(verdict.gateway);
       publishPhase('confirmed');
-      await sales.recordAttempt({
+      await db.recordAttempt({
         saleId: input.saleId,
         gateway: verdict.gateway,
         kind: 'LATE_PAYMENT',
@@ -532,7 +551,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
         dedupePrefix: 'late-refund',
         note: `payment arrived after the sale was ${late.status}; ${late.status === 'CANCELLED' ? 'the sale was cancelled' : 'the stock was sold meanwhile'}, refunded`,
       });
-      await sales.recordPaymentStatus({
+      await db.recordPaymentStatus({
         saleId: input.saleId,
         paymentStatus: 'FT_LATE_PAYMENT_REFUNDED',
         declineCode: null,
