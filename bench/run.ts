@@ -252,11 +252,11 @@ try {
       stockStepBaseline(ctx, { ops: args.ops, connections: args.connections, variant: 'shards32' }),
     );
     log(`  stock step, 32 rows (experiment): ${stock32.opsPerSecond} takes/s (p99 ${stock32.latencyMs.p99} ms)`);
-    const stockWaitOne = await profiled('stockWaitOne', () =>
-      stockStepBaseline(ctx, { ops: args.ops, connections: args.connections, variant: 'waitOne' }),
+    const stockLockAll = await profiled('stockLockAll', () =>
+      stockStepBaseline(ctx, { ops: args.ops, connections: args.connections, variant: 'lockAll' }),
     );
     log(
-      `  stock step, 8 rows, wait on one shard (experiment): ${stockWaitOne.opsPerSecond} takes/s (p99 ${stockWaitOne.latencyMs.p99} ms)`,
+      `  stock step, 8 rows, earlier code that locked all shards when busy: ${stockLockAll.opsPerSecond} takes/s (p99 ${stockLockAll.latencyMs.p99} ms)`,
     );
     const orchestration = await profiled('orchestration', () =>
       orchestrationBaseline(ctx, { ops: args.ops, connections: args.connections, maxMs: args.box.orchestration }),
@@ -273,7 +273,7 @@ try {
       hotRow,
       stockStepSplitRows: stockSplit,
       stockStepSingleRow: stockSingle,
-      experiments: { stockStep32Rows: stock32, stockStepWaitOneShard: stockWaitOne },
+      experiments: { stockStep32Rows: stock32, stockStepLockAllWhenBusy: stockLockAll },
       orchestration: orchestration.run,
       orchestrationTemporal: emptyLatency,
       ratios: {
@@ -282,7 +282,7 @@ try {
         stockStepSplitVsHotRow: ratio(stockSplit.opsPerSecond, hotRow.opsPerSecond),
         stockStepSplitVsSingleRowSameCode: ratio(stockSplit.opsPerSecond, stockSingle.opsPerSecond),
         experimentStock32RowsVsHotRow: ratio(stock32.opsPerSecond, hotRow.opsPerSecond),
-        experimentStockWaitOneVsHotRow: ratio(stockWaitOne.opsPerSecond, hotRow.opsPerSecond),
+        experimentStockLockAllVsHotRow: ratio(stockLockAll.opsPerSecond, hotRow.opsPerSecond),
         checkoutReservationsVsHotRow: ratio(flash.run.reservationsPerSecond, hotRow.opsPerSecond),
       },
     };
@@ -366,7 +366,7 @@ const baselines = results.baselines as
       hotRow: { opsPerSecond: number };
       stockStepSplitRows: { opsPerSecond: number };
       stockStepSingleRow: { opsPerSecond: number };
-      experiments: { stockStep32Rows: { opsPerSecond: number }; stockStepWaitOneShard: { opsPerSecond: number } };
+      experiments: { stockStep32Rows: { opsPerSecond: number }; stockStepLockAllWhenBusy: { opsPerSecond: number } };
       orchestration: { opsPerSecond: number };
       ratios: Record<string, number>;
     }
@@ -469,10 +469,10 @@ if (baselines) {
         ],
         ['stock step, 32 rows (experiment)', x.stockStep32Rows.opsPerSecond, 'a', r.experimentStock32RowsVsHotRow ?? 0],
         [
-          'stock step, wait on one shard (experiment)',
-          x.stockStepWaitOneShard.opsPerSecond,
+          'stock step, lock all shards when busy (earlier code)',
+          x.stockStepLockAllWhenBusy.opsPerSecond,
           'a',
-          r.experimentStockWaitOneVsHotRow ?? 0,
+          r.experimentStockLockAllVsHotRow ?? 0,
         ],
         ['empty workflow update-with-start (baseline b)', baselines.orchestration.opsPerSecond, '', ''],
         [

@@ -32,49 +32,64 @@ export interface ShardTake {
 
 /**
  * Takes `quantity` units of a ticket type for a sale and records them as the sale's allocation. Returns null when
- * fewer units are left (sold out). Fast path: one conditional UPDATE on a random shard that has enough and is not
- * locked by another buyer. Slow path (last units, or every shard busy): lock all shards in a fixed order and take
- * across them.
+ * fewer units are left (sold out).
+ *
+ * 1. One conditional UPDATE on a random shard that has enough and that no other buyer holds (skip locked).
+ * 2. When every such shard is busy (more buyers than shards), wait on one random shard that has enough, at most
+ *    twice: the UPDATE re-checks `available` on the row it waited for, so a shard drained meanwhile yields nothing
+ *    and the next try picks another (a failed wait releases its row, see below). Waiting on one row keeps buyers
+ *    spread over the shards; locking them all here queued every buyer behind one.
+ * 3. When no single shard has enough (the last units are spread), lock all shards in a fixed order and take across.
  */
 export async function takeStock(
   em: EntityManager,
   input: { saleId: string; ticketTypeId: string; quantity: number },
 ): Promise<ShardTake[] | null> {
-  const fast = await em.execute<{ shard: number }[]>(
-    `update ticket_stock set available = available - ?
-      where ticket_type_id = ? and shard = (
-        select shard from ticket_stock where ticket_type_id = ? and available >= ?
-        order by random() limit 1 for update skip locked)
-      returning shard`,
-    [input.quantity, input.ticketTypeId, input.ticketTypeId, input.quantity],
-  );
-  let takes: ShardTake[];
-  if (fast[0]) {
-    takes = [{ shard: fast[0].shard, quantity: input.quantity }];
-  } else {
+  let takes: ShardTake[] | null = null;
+  for (const wait of [false, true, true]) {
+    // A row that was waited for and then failed the re-check stays locked until the transaction ends; holding it
+    // while waiting on the next one is how two buyers deadlock. The savepoint lets a failed wait let go of it.
+    if (wait) await em.execute('savepoint take_stock_wait');
+    const taken = await em.execute<{ shard: number }[]>(
+      `update ticket_stock set available = available - ?
+        where ticket_type_id = ? and available >= ? and shard = (
+          select shard from ticket_stock where ticket_type_id = ? and available >= ?
+          order by random() limit 1 ${wait ? '' : 'for update skip locked'})
+        returning shard`,
+      [input.quantity, input.ticketTypeId, input.quantity, input.ticketTypeId, input.quantity],
+    );
+    if (wait)
+      await em.execute(taken[0] ? 'release savepoint take_stock_wait' : 'rollback to savepoint take_stock_wait');
+    if (taken[0]) {
+      takes = [{ shard: taken[0].shard, quantity: input.quantity }];
+      break;
+    }
+  }
+  if (takes === null) {
     const shards = await em.execute<{ shard: number; available: number }[]>(
       'select shard, available from ticket_stock where ticket_type_id = ? order by shard for update',
       [input.ticketTypeId],
     );
     const total = shards.reduce((sum, row) => sum + row.available, 0);
     if (total < input.quantity) return null;
-    takes = [];
+    const spread: ShardTake[] = [];
     let missing = input.quantity;
     for (const row of shards) {
       if (missing === 0) break;
       const take = Math.min(row.available, missing);
       if (take > 0) {
-        takes.push({ shard: row.shard, quantity: take });
+        spread.push({ shard: row.shard, quantity: take });
         missing -= take;
       }
     }
-    for (const take of takes) {
+    for (const take of spread) {
       await em.execute('update ticket_stock set available = available - ? where ticket_type_id = ? and shard = ?', [
         take.quantity,
         input.ticketTypeId,
         take.shard,
       ]);
     }
+    takes = spread;
   }
   const values = takes.map(() => '(?, ?, ?, ?)').join(', ');
   await em.execute(

@@ -19,7 +19,7 @@ import { benchEmpty, benchPingUpdate } from './empty-workflow.js';
 import { type BenchBuyer, type BenchEvent, cardTokens, createBuyers, orderBody, publishEvent } from './fixtures.js';
 import { errorOf, type HttpClient, type LatencySummary, pollUntil, runPool, summarize } from './http.js';
 import { EMPTY_TASK_QUEUE } from './stack.js';
-import { takeStockWaitOne } from './stock-variants.js';
+import { takeStockLockAll } from './stock-variants.js';
 
 export interface BenchContext {
   pool: pg.Pool;
@@ -321,13 +321,13 @@ async function placeholderSales(ctx: BenchContext, event: BenchEvent, count: num
   return rows.rows.map((row) => row.id);
 }
 
-export type StockVariant = 'split' | 'single' | 'shards32' | 'waitOne';
+export type StockVariant = 'split' | 'single' | 'shards32' | 'lockAll';
 
 /**
  * The stock step alone: entities/stock.ts `takeStock` (one transaction per take, through MikroORM, the pool size
  * the worker uses) on the split rows of a fresh ticket type (`split`: 8 shards, as the product creates them). For
- * comparison: the same code on a single stock row (`single`) and on 32 rows (`shards32`), and the bench-only variant
- * that waits on one shard instead of locking all when every shard is busy (`waitOne`, bench/lib/stock-variants.ts).
+ * comparison: the same code on a single stock row (`single`) and on 32 rows (`shards32`), and the earlier product
+ * code that locked all shards when every shard was busy (`lockAll`, bench/lib/stock-variants.ts).
  */
 export async function stockStepBaseline(
   ctx: BenchContext,
@@ -347,7 +347,7 @@ export async function stockStepBaseline(
       [event.ticketTypeId, capacity, shards],
     );
   }
-  const take = options.variant === 'waitOne' ? takeStockWaitOne : takeStock;
+  const take = options.variant === 'lockAll' ? takeStockLockAll : takeStock;
   const sales = await placeholderSales(ctx, event, options.ops);
   const run = await timedOps(options.ops, options.connections, 120_000, async (i) => {
     const taken = await ctx.orm.em

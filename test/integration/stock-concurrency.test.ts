@@ -1,0 +1,74 @@
+/**
+ * The stock step under a crowd larger than its shards, against the real PostgreSQL: more concurrent transactions
+ * than stock rows makes buyers wait on busy shards, and the last units end up spread over rows. Whatever the
+ * interleaving, the units taken are exactly the units that left stock, no take fails other than "sold out", and the
+ * last unit is sold.
+ */
+import { createEventFixture, daysFromNow, holdStock, inventoryOf } from '../support/catalog-fixtures.js';
+import { startTestApi, type TestApi } from '../support/stack.js';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
+
+const SOLD_OUT = /only fewer than/;
+
+async function crowd(capacity: number, quantities: number[]) {
+  const created = await createEventFixture(api.orm.em.fork(), {
+    dates: [{ startsAt: daysFromNow(10), types: [{ price: 10_000, capacity }] }],
+  });
+  const ids = {
+    workspaceId: created.workspaceId,
+    eventId: created.eventId,
+    eventDateId: created.dates[0]!.id,
+    ticketTypeId: created.dates[0]!.typeIds[0]!,
+  };
+  const outcomes = await Promise.allSettled(
+    quantities.map((quantity) => holdStock(api.orm.em, { ...ids, quantity, status: 'PENDING' })),
+  );
+  return { ids, outcomes };
+}
+
+describe('takeStock with more buyers than stock rows', () => {
+  test('one unit each: exactly the capacity is taken, every other buyer is told it is sold out', async () => {
+    const capacity = 37;
+    const { ids, outcomes } = await crowd(
+      capacity,
+      Array.from({ length: 90 }, () => 1),
+    );
+    const failures = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
+    expect(failures.map((f) => String(f.reason)).filter((reason) => !SOLD_OUT.test(reason))).toEqual([]);
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(capacity);
+    expect(await inventoryOf(api.orm.em.fork(), ids.ticketTypeId)).toEqual({
+      available: 0,
+      sold: 0,
+      reserved: capacity,
+    });
+  });
+
+  test('mixed quantities: units taken equal units gone from stock; what is left is less than any refused request', async () => {
+    const capacity = 53;
+    const quantities = Array.from({ length: 80 }, (_, i) => 1 + ((i * 7) % 4));
+    const { ids, outcomes } = await crowd(capacity, quantities);
+    const failures = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
+    expect(failures.map((f) => String(f.reason)).filter((reason) => !SOLD_OUT.test(reason))).toEqual([]);
+    const taken = quantities.reduce(
+      (sum, quantity, i) => sum + (outcomes[i]?.status === 'fulfilled' ? quantity : 0),
+      0,
+    );
+    const inventory = await inventoryOf(api.orm.em.fork(), ids.ticketTypeId);
+    expect(inventory).toEqual({ available: capacity - taken, sold: 0, reserved: taken });
+    const smallestRefused = Math.min(...quantities.filter((_, i) => outcomes[i]?.status === 'rejected'));
+    expect(inventory.available).toBeLessThan(smallestRefused);
+    const rows = await api.orm.em
+      .fork()
+      .execute<{ available: number }[]>('select available from ticket_stock where ticket_type_id = ?', [
+        ids.ticketTypeId,
+      ]);
+    expect(rows.every((row) => row.available >= 0)).toBe(true);
+  });
+});
