@@ -3,6 +3,7 @@ import { signGatewayANotification } from '../../integrations/gateway-a/signature
 import { signGatewayBWebhook } from '../../integrations/gateway-b/signature.js';
 import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
 import {
+  confirmAtBank,
   eventually,
   orderBody,
   type PublishedEvent,
@@ -63,17 +64,7 @@ async function payAtBank(target: TestApi, token: string, saleId: string): Promis
   const page = await fetch(redirectUrl);
   expect(page.status).toBe(200);
   expect(await page.text()).toContain('id="pse-form"');
-  const submitted = await fetch(redirectUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({
-      bank: '1007',
-      entity_type: 'individual',
-      email: 'buyer@example.test',
-      decision: 'confirm',
-    }),
-    redirect: 'manual',
-  });
+  const submitted = await confirmAtBank(redirectUrl);
   expect(submitted.status).toBe(302);
   const backToUs = submitted.headers.get('location') ?? '';
   expect(backToUs).toContain(`/api/v1/customer/orders/${saleId}/payment/return`);
@@ -273,17 +264,7 @@ describe('a buyer charged twice for one sale gets the second charge back', () =>
     const { redirectUrl } = pse.json().data;
     // Two browser tabs on the same bank page: two transfers for one order.
     for (let tab = 0; tab < 2; tab += 1) {
-      const submitted = await fetch(redirectUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({
-          bank: '1007',
-          entity_type: 'individual',
-          email: 'b@example.test',
-          decision: 'confirm',
-        }),
-        redirect: 'manual',
-      });
+      const submitted = await confirmAtBank(redirectUrl, 'b@example.test');
       expect(submitted.status).toBe(302);
     }
     const first = await control('/gateway-a/pse/settle', { reference: order.reference, outcome: 'approved' });

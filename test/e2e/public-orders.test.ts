@@ -1,5 +1,12 @@
 import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
-import { eventually, type PublishedEvent, publishEvent, session, signInBuyer } from '../support/purchase.js';
+import {
+  confirmAtBank,
+  eventually,
+  type PublishedEvent,
+  publishEvent,
+  session,
+  signInBuyer,
+} from '../support/purchase.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
 let api: TestApi;
@@ -48,17 +55,7 @@ describe('public storefront orders (contract 4.18)', () => {
     expect(status.headers['cache-control']).toBe('no-store');
 
     // The buyer pays at the bank; the order turns paid once the gateway's notification arrives.
-    const submitted = await fetch(data.checkoutUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        bank: '1007',
-        entity_type: 'individual',
-        email: 'anon@buyers.test',
-        decision: 'confirm',
-      }),
-      redirect: 'manual',
-    });
+    const submitted = await confirmAtBank(data.checkoutUrl, 'anon@buyers.test');
     expect(submitted.status).toBe(302);
     await control('/gateway-a/pse/settle', { reference: data.reference, outcome: 'approved' });
     const paid = await eventually(

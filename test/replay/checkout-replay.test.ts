@@ -16,6 +16,7 @@ import { checkoutWorkflowId } from '../../workflows/definitions.js';
 import { createOrganizer } from '../support/fixtures.js';
 import {
   cardToken,
+  confirmAtBank,
   customerOrder,
   eventually,
   orderBody,
@@ -155,17 +156,7 @@ describe('fresh executions replay deterministically', () => {
     });
     const { redirectUrl } = pse.json().data;
     for (let tab = 0; tab < 2; tab += 1) {
-      await fetch(redirectUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({
-          bank: '1007',
-          entity_type: 'individual',
-          email: 'b@example.test',
-          decision: 'confirm',
-        }),
-        redirect: 'manual',
-      });
+      await confirmAtBank(redirectUrl, 'b@example.test');
     }
     const settle = () =>
       fetch(`${api.env.SANDBOX_URL}/control/gateway-a/pse/settle`, {

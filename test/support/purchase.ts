@@ -122,6 +122,15 @@ export async function signInBuyer(api: TestApi, email: string): Promise<string> 
 
 export const session = (token: string): Record<string, string> => ({ 'x-customer-session': token });
 
+/** The buyer confirms a transfer on the sandbox's PSE bank page, as its form does; the page answers 302 back to us. */
+export const confirmAtBank = (pageUrl: string, email = 'buyer@example.test'): Promise<Response> =>
+  fetch(pageUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ bank: '1007', entity_type: 'individual', email, decision: 'confirm' }),
+    redirect: 'manual',
+  });
+
 export const orderBody = (event: PublishedEvent, quantity = 1, extra: Record<string, unknown> = {}) => ({
   eventDateId: event.eventDateId,
   items: [{ ticketTypeId: event.ticketTypeId, quantity }],
