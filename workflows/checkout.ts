@@ -49,20 +49,11 @@ const sales = proxyActivities<CheckoutActivities>({
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
 /**
- * The reservation as a local activity: one short, idempotent transaction run inside the workflow task that accepted
- * the update, instead of a trip through the task queue and a second workflow task. Temporal work per reservation is
- * what bounds a flash sale on one box; retried without a cap like the task-queue version, so a database restart
- * delays reservations instead of failing them.
- */
-const reservations = proxyLocalActivities<CheckoutActivities>({
-  startToCloseTimeout: '15 seconds',
-  localRetryThreshold: '5 seconds',
-  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
-});
-/**
  * The same database steps (and the payment-rail lookups, which only read the database) as local activities: each is
- * a short, idempotent statement, and running it inside the workflow task saves a task-queue round trip and a
- * workflow task per step. Calls that leave for the gateways stay on the task queue.
+ * a short, idempotent transaction (a repeated reservation returns the sale it made), and running it inside the
+ * workflow task saves a task-queue round trip and a workflow task per step; Temporal work per sale is what bounds a
+ * flash sale on one box. Retried without a cap like the task-queue version, so a database restart delays steps
+ * instead of failing them. Calls that leave for the gateways stay on the task queue.
  */
 const localSales = proxyLocalActivities<CheckoutActivities>({
   startToCloseTimeout: '15 seconds',
@@ -161,7 +152,7 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
     async (request) => {
       // Executions that reserved through the task queue before this change replay that way.
       const result = patched('reserve-as-local-activity')
-        ? await reservations.reserveSale({ saleId: input.saleId, request })
+        ? await localSales.reserveSale({ saleId: input.saleId, request })
         : await sales.reserveSale({ saleId: input.saleId, request });
       if (!result.ok) {
         phase = 'rejected';
@@ -340,6 +331,19 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
     );
   }
 
+  /** PENDING → CONFIRMED by this approved payment, which from then on is the one that paid the sale. */
+  async function confirmWith(verdict: PaymentVerdict): Promise<void> {
+    const result = await db.confirmSale({
+      saleId: input.saleId,
+      provider: verdict.gateway,
+      paymentRef: verdict.providerPaymentId,
+      paymentStatus: verdict.rawStatus,
+    });
+    adoptGateway(verdict.gateway);
+    paidWith = result.paymentRef ?? paidWith;
+    if (result.confirmed) publishPhase('confirmed');
+  }
+
   /** An approved payment other than the one that paid the sale: the buyer was charged twice. */
   const isSecondCharge = (verdict: PaymentVerdict): boolean =>
     verdict.providerPaymentId !== null &&
@@ -428,26 +432,10 @@ export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
             provider: verdict.gateway,
           });
         } else {
-          const result = await db.confirmSale({
-            saleId: input.saleId,
-            provider: verdict.gateway,
-            paymentRef: verdict.providerPaymentId,
-            paymentStatus: verdict.rawStatus,
-          });
-          adoptGateway(verdict.gateway);
-          paidWith = result.paymentRef ?? paidWith;
-          if (result.confirmed) publishPhase('confirmed');
+          await confirmWith(verdict);
         }
       } else if (verdict?.outcome === 'approved') {
-        const result = await db.confirmSale({
-          saleId: input.saleId,
-          provider: verdict.gateway,
-          paymentRef: verdict.providerPaymentId,
-          paymentStatus: verdict.rawStatus,
-        });
-        adoptGateway(verdict.gateway);
-        paidWith = result.paymentRef ?? paidWith;
-        if (result.confirmed) publishPhase('confirmed');
+        await confirmWith(verdict);
       } else if (verdict && verdict.outcome === 'rejected') {
         await db.recordPaymentStatus({
           saleId: input.saleId,
