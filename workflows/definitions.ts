@@ -179,6 +179,20 @@ export interface PaymentNotification {
 
 export const paymentNotificationSignal = defineSignal<[PaymentNotification]>('paymentNotification');
 
+/**
+ * "Ask the gateway now": pull reconciliation on demand. Sent by a buyer reading a PENDING sale with an open payment
+ * attempt (rate limited by the API) and by the reconciler; the checkout searches the gateway for payments of the
+ * sale's reference and treats what it finds exactly like a notification.
+ */
+export const checkPaymentSignal = defineSignal<[{ source: 'buyer' | 'reconciler' | 'operator' }]>('checkPayment');
+
+/**
+ * Another process moved a sale the checkout has already settled (refund workflow → REFUNDED, organizer cancel of a
+ * complimentary sale → CANCELLED). The checkout's phase, query and SaleStatus search attribute follow, so the
+ * database, the execution and the Temporal UI say the same. Sending it to a checkout that has finished is harmless.
+ */
+export const saleStatusChangedSignal = defineSignal<[{ status: SaleStatus; source: string }]>('saleStatusChanged');
+
 export type ReleaseReason = 'buyer_release' | 'organizer_cancel';
 export interface ReleaseRequest {
   reason: ReleaseReason;
