@@ -63,6 +63,8 @@ export const Sale = defineEntity({
     expiresAt: p.datetime().columnType('timestamptz').nullable(),
     confirmedAt: p.datetime().columnType('timestamptz').nullable(),
     closedAt: p.datetime().columnType('timestamptz').nullable(),
+    /** When the confirmation email with the tickets went out: set once, so a retried step never mails twice. */
+    ticketsEmailedAt: p.datetime().columnType('timestamptz').nullable(),
   },
 });
 export type ISale = InferEntity<typeof Sale>;
