@@ -2,9 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * Fault injection for the control API: a provider can be made to answer 503 (`down`) or to lag (`slow`) on its
- * provider-facing endpoints. The control API itself is never affected.
+ * provider-facing endpoints. The control API itself is never affected. `notifications` down loses every outbound
+ * gateway notification (no delivery, no retry), as when a gateway's queue drops them during an outage.
  */
-export const FAULT_TARGETS = ['gateway-a', 'gateway-b', 'seatmap', 'smtp'] as const;
+export const FAULT_TARGETS = ['gateway-a', 'gateway-b', 'seatmap', 'smtp', 'notifications'] as const;
 export type FaultTarget = (typeof FAULT_TARGETS)[number];
 export type FaultMode = 'ok' | 'down' | 'slow';
 

@@ -49,6 +49,8 @@ export const PayInput = z.object({
   description: z.string().max(100).optional(),
   redirectionUrl: z.url().optional(),
   paymentMethod: z.enum(['CARD_WEB', 'PSE', 'NEQUI', 'BOTON_BANCOLOMBIA']).default('CARD_WEB'),
+  /** false: the gateway records the payment but its webhook has not gone out yet (late or lost delivery). */
+  deliverWebhook: z.boolean().default(true),
 });
 export type PayInput = z.input<typeof PayInput>;
 
@@ -200,7 +202,7 @@ export class GatewayBSandbox {
     };
     this.#transactions.push(transaction);
     const webhook =
-      status === 'PROCESSING'
+      status === 'PROCESSING' || !input.deliverWebhook
         ? null
         : await this.#sendEvent(transaction, status === 'APPROVED' ? 'SALE_APPROVED' : 'SALE_REJECTED');
     return {

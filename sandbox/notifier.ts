@@ -41,6 +41,8 @@ export interface DeliveryRecord {
 
 export interface NotifierOptions {
   log: FastifyBaseLogger;
+  /** True while notifications are to be lost (fault `notifications: down`). */
+  losing?: () => boolean;
   timeoutMs: number;
   /** Waits before each background retry of a failed delivery. */
   retryDelaysMs: readonly number[];
@@ -116,6 +118,11 @@ export class Notifier {
     if (this.#closing.signal.aborted) return;
     const started = Date.now();
     const attempt: DeliveryAttempt = { at: new Date(started).toISOString(), status: null, error: null, durationMs: 0 };
+    if (this.#options.losing?.()) {
+      attempt.error = 'lost (fault injected: notifications down)';
+      record.attempts.push(attempt);
+      return;
+    }
     try {
       const response = await fetch(notification.url, {
         method: 'POST',

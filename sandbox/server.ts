@@ -61,6 +61,7 @@ export async function startSandbox(options: StartSandboxOptions): Promise<Sandbo
   const faults = new Faults(options.slowDelayMs ?? 5000);
   const notifier = new Notifier({
     log,
+    losing: () => faults.get('notifications').mode === 'down',
     timeoutMs: options.notificationTimeoutMs ?? 5000,
     retryDelaysMs: options.notificationRetryDelaysMs ?? [1000, 5000, 15_000],
   });
@@ -85,18 +86,23 @@ export async function startSandbox(options: StartSandboxOptions): Promise<Sandbo
     done(null, Object.fromEntries(new URLSearchParams(typeof body === 'string' ? body : body.toString('utf8'))));
   });
 
+  const faultTarget = (url: string): FaultTarget | null =>
+    FAULT_PREFIXES.find(([prefix]) => url.startsWith(prefix))?.[1] ?? null;
   app.addHook('onRequest', async (request, reply) => {
-    const match = FAULT_PREFIXES.find(([prefix]) => request.url.startsWith(prefix));
-    if (!match) return;
-    const [, target] = match;
-    if (faults.get(target).mode === 'down') {
+    const target = faultTarget(request.url);
+    if (target && faults.get(target).mode === 'down') {
       await reply
         .code(503)
         .header('retry-after', '5')
         .send({ message: `${target} is unavailable (sandbox fault)`, error: 'service_unavailable', status: 503 });
       return reply;
     }
-    await faults.delay(target);
+  });
+  // A slow provider lags once it has the whole request, as a real one does: a request whose caller gives up (or
+  // dies) while waiting is still carried out, so a refund can happen at the gateway with nobody left to hear of it.
+  app.addHook('preHandler', async (request) => {
+    const target = faultTarget(request.url);
+    if (target) await faults.delay(target);
   });
 
   gatewayA.register(app);
