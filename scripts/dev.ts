@@ -2,6 +2,7 @@
  * Starts the whole local stack: database migrations, Temporal dev server + UI, sandbox providers, worker and API;
  * seeds the demo workspace, writes .dev/demo.json and prints the URLs and the demo key. Ctrl-C stops it all.
  */
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,6 +66,10 @@ const childEnv: NodeJS.ProcessEnv = {
   SANDBOX_SMTP_PORT: String(ports.smtp),
   SMTP_PORT: String(ports.smtp),
   GATEWAY_B_WEBHOOK_URL: `${baseUrl}/api/v1/webhooks/gateway-b`,
+  // The Temporal UI decodes buyer data through the API's codec endpoint: its origin may call it, with this token.
+  CODEC_OPERATOR_TOKEN: process.env.CODEC_OPERATOR_TOKEN || randomBytes(32).toString('base64url'),
+  CODEC_CORS_ORIGINS:
+    process.env.CODEC_CORS_ORIGINS ?? `http://127.0.0.1:${ports.temporalUi},http://localhost:${ports.temporalUi}`,
 };
 Object.assign(process.env, childEnv);
 const env = loadEnv();
@@ -110,6 +115,7 @@ try {
       uiPort: ports.temporalUi,
       dbFile: join(DEV_DIR, 'temporal.sqlite'),
       logFile: join(LOG_DIR, 'temporal.log'),
+      uiCodecEndpoint: `${baseUrl}/codec`,
     }),
   );
 
@@ -139,6 +145,7 @@ try {
     workspaceId: seed.workspaceId,
     sandboxUrl: `http://127.0.0.1:${ports.sandbox}`,
     temporalUiUrl: `http://127.0.0.1:${ports.temporalUi}`,
+    codec: { endpoint: `${baseUrl}/codec`, operatorToken: childEnv.CODEC_OPERATOR_TOKEN },
     demoEvent: seed.demoEvent,
     docs: { organizer: `${baseUrl}/api/v1/docs`, public: `${baseUrl}/api/public/docs` },
   };
@@ -149,6 +156,8 @@ Ticketing stack is up.
   Organizer API   ${demo.baseUrl}        (docs ${demo.docs.organizer})
   Public API      ${demo.publicBaseUrl}    (docs ${demo.docs.public})
   Temporal UI     ${demo.temporalUiUrl}
+  Codec endpoint  ${demo.codec.endpoint}   (decodes buyer data in the UI; README "Buyer data in workflow histories")
+  Codec token     ${demo.codec.operatorToken}
   Sandbox         ${demo.sandboxUrl}   (gateways, seat map, mail inbox: /control/mail)
   Demo write key  ${demo.apiKey}
   Demo read key   ${demo.readApiKey}

@@ -2,12 +2,16 @@
  * Replays workflow histories (JSON as exported by the Temporal CLI or UI) against the current workflow code and
  * exits non-zero if any would not replay deterministically. Run before deploying a workflow change:
  *   tsx scripts/replay-histories.ts history1.json [history2.json …]
+ * Payloads are decoded with the service's payload codec (PAYLOAD_CODEC_KEYS), so histories exported encrypted by
+ * `temporal workflow show --output json` replay as they are; histories recorded before the codec are plain and pass.
  * Prints one JSON line per history: { file, ok, error? }.
  */
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
+import { loadEnv } from '../config/env.js';
+import { temporalDataConverter } from '../config/payload-codec.js';
 
 const files = process.argv.slice(2);
 if (files.length === 0) {
@@ -15,11 +19,12 @@ if (files.length === 0) {
   process.exit(2);
 }
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+const dataConverter = temporalDataConverter(loadEnv());
 let failed = 0;
 for (const file of files) {
   try {
     await Worker.runReplayHistory(
-      { workflowsPath, replayName: basename(file) },
+      { workflowsPath, replayName: basename(file), dataConverter },
       JSON.parse(readFileSync(file, 'utf8')),
     );
     console.log(JSON.stringify({ file: basename(file), ok: true }));

@@ -22,6 +22,8 @@ export async function startTemporalDevServer(options: {
   uiPort: number;
   dbFile: string;
   logFile: string;
+  /** The codec endpoint the Temporal UI decodes payloads with (the API's `/codec`); `npm run dev` passes it. */
+  uiCodecEndpoint?: string;
 }): Promise<ManagedProcess> {
   const args = [
     'server',
@@ -38,6 +40,7 @@ export async function startTemporalDevServer(options: {
     'default',
     '--log-level',
     'warn',
+    ...(options.uiCodecEndpoint ? ['--ui-codec-endpoint', options.uiCodecEndpoint] : []),
     ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
   ];
   const server = startProcess({ name: 'temporal', command: temporalBinary(), args, logFile: options.logFile });

@@ -14,6 +14,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
 import type { Providers } from '../../activities/ports.js';
 import { loadEnv } from '../../config/env.js';
+import { temporalDataConverter } from '../../config/payload-codec.js';
 import { createRedis } from '../../config/redis.js';
 import { initOrm } from '../../entities/orm.js';
 import { ProviderError } from '../../integrations/errors.js';
@@ -58,12 +59,14 @@ const providers: Providers = {
 const orm = await initOrm({ databaseUrl: env.DATABASE_URL, poolMax: 3 });
 const redis = createRedis(env.REDIS_URL);
 const clientConnection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
-const temporal = new Client({ connection: clientConnection, namespace: env.TEMPORAL_NAMESPACE });
+const dataConverter = temporalDataConverter(env);
+const temporal = new Client({ connection: clientConnection, namespace: env.TEMPORAL_NAMESPACE, dataConverter });
 const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
 const worker = await Worker.create({
   connection,
   namespace: env.TEMPORAL_NAMESPACE,
   taskQueue: env.TEMPORAL_TASK_QUEUE,
+  dataConverter,
   workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
   activities: createActivities({ env, orm, redis, providers, temporal }),
   shutdownGraceTime: '2 seconds',
