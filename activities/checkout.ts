@@ -17,7 +17,15 @@ import {
 } from '../entities/index.js';
 import type { ISale } from '../entities/sale.js';
 import { releaseStock, takeStock } from '../entities/stock.js';
-import type { ReservedSale, ReserveRejection, ReserveRequest, ReserveResult } from '../workflows/definitions.js';
+import {
+  type Gateway,
+  type ReservedSale,
+  type ReserveRejection,
+  type ReserveRequest,
+  type ReserveResult,
+  reservedSaleOf,
+} from '../workflows/definitions.js';
+import { rejectUnfixableDatabaseErrors } from './db-errors.js';
 import type { ActivityDeps } from './deps.js';
 import { appendSaleEvent } from './outbox.js';
 import { isSeatRefusal, minutesUntil, seatMap, seatsOfSale } from './seats.js';
@@ -41,21 +49,7 @@ const reject = (
   throw new Rejected({ ok: false, code, reason, message, ...(details ? { details } : {}) });
 };
 
-export function toReserved(sale: ISale): ReservedSale {
-  return {
-    ok: true,
-    saleId: sale.id,
-    reference: sale.reference,
-    workspaceId: sale.workspace,
-    eventDateId: sale.eventDate,
-    status: sale.status,
-    free: sale.total === 0 && sale.status === 'CONFIRMED',
-    total: sale.total,
-    currency: sale.currency,
-    expiresAtMs: sale.status === 'PENDING' && sale.expiresAt ? sale.expiresAt.getTime() : null,
-    paymentRef: sale.paymentRef ?? null,
-  };
-}
+export const toReserved = (sale: ISale): ReservedSale => reservedSaleOf(sale);
 
 async function newReference(em: EntityManager): Promise<string> {
   for (let attempt = 0; attempt < 5; attempt += 1) {
@@ -383,10 +377,28 @@ async function prepareSeats(deps: ActivityDeps, saleId: string, request: Reserve
 }
 
 export interface LatePaymentOutcome {
-  outcome: 'confirmed' | 'needs_refund' | 'already_confirmed';
+  /** payment_refunded: this payment is being given back already; it buys nothing. */
+  outcome: 'confirmed' | 'needs_refund' | 'already_confirmed' | 'payment_refunded';
   status: SaleStatus;
   /** When already confirmed: the payment that paid the sale. */
   paymentRef?: string | null;
+}
+
+/** What a resumed checkout reads of its sale. */
+export interface SaleSnapshot extends ReservedSale {
+  seated: boolean;
+  gateway: Gateway | null;
+  attemptOpened: boolean;
+}
+
+/** A refund was requested or done for this payment: it must never confirm anything afterwards. */
+async function isBeingRefunded(tx: EntityManager, saleId: string, paymentRef: string | null): Promise<boolean> {
+  if (!paymentRef) return false;
+  const rows = await tx.execute<{ one: number }[]>(
+    "select 1 as one from payment_attempts where sale_id = ? and kind = 'REFUND' and provider_payment_id = ? limit 1",
+    [saleId, paymentRef],
+  );
+  return rows.length > 0;
 }
 
 export function createCheckoutActivities(deps: ActivityDeps) {
@@ -407,7 +419,10 @@ export function createCheckoutActivities(deps: ActivityDeps) {
       try {
         prepared = await prepareSeats(deps, input.saleId, input.request);
         const request = { ...input.request, holdToken: prepared.holdToken ?? input.request.holdToken };
-        const sale = await em.transactional((tx) => reserveInTransaction(tx, input.saleId, request, new Date()));
+        // Data the database refuses (a NUL byte…) fails the same way on every retry: answer at once instead.
+        const sale = await rejectUnfixableDatabaseErrors(() =>
+          em.transactional((tx) => reserveInTransaction(tx, input.saleId, request, new Date())),
+        );
         if (!prepared.eventKey || !prepared.holdToken) return toReserved(sale);
         const port = seatMap(deps);
         if (sale.status === 'CONFIRMED') {
@@ -435,10 +450,34 @@ export function createCheckoutActivities(deps: ActivityDeps) {
       }
     },
 
-    /** The sale as it is now, for an execution resumed after the first one closed. */
+    /** The sale as it is now, for an execution of the first checkout version resumed after the first one closed. */
     async loadSaleSnapshot(saleId: string): Promise<ReservedSale> {
       const sale = await deps.orm.em.fork().findOneOrFail(Sale, { id: saleId }, ANY_TENANT);
       return toReserved(sale);
+    },
+
+    /**
+     * Everything a resumed checkout needs to carry on where the database says the sale is: whether it holds numbered
+     * seats, which gateway it pays through, and whether a payment was ever opened (money may exist at the gateway).
+     * Null when no such sale exists.
+     */
+    async readSaleSnapshot(saleId: string): Promise<SaleSnapshot | null> {
+      const em = deps.orm.em.fork();
+      const sale = await em.findOne(Sale, { id: saleId }, ANY_TENANT);
+      if (!sale) return null;
+      const rows = await em.execute<{ seated: boolean; gateway: Gateway | null; opened: boolean }[]>(
+        `select exists (select 1 from sale_items where sale_id = ? and coalesce(jsonb_array_length(seats::jsonb), 0) > 0) as seated,
+                (select gateway from payment_attempts where sale_id = ? order by created_at limit 1) as gateway,
+                exists (select 1 from payment_attempts where sale_id = ? and kind in ('OPEN', 'PSE', 'CARD')) as opened`,
+        [saleId, saleId, saleId],
+      );
+      const facts = rows[0];
+      return {
+        ...toReserved(sale),
+        seated: facts?.seated === true,
+        gateway: sale.paymentProvider ?? facts?.gateway ?? null,
+        attemptOpened: facts?.opened === true,
+      };
     },
 
     /** PENDING → CONFIRMED with the payment that paid it, and its tickets. A repeat finds it confirmed and does nothing. */
@@ -447,9 +486,13 @@ export function createCheckoutActivities(deps: ActivityDeps) {
       provider: 'GATEWAY_A' | 'GATEWAY_B';
       paymentRef: string | null;
       paymentStatus: string;
-    }): Promise<{ confirmed: boolean; status: SaleStatus; paymentRef: string | null }> {
+    }): Promise<{ confirmed: boolean; status: SaleStatus; paymentRef: string | null; paymentRefunded?: boolean }> {
       const em = deps.orm.em.fork();
       return em.transactional(async (tx) => {
+        if (await isBeingRefunded(tx, input.saleId, input.paymentRef)) {
+          const sale = await tx.findOneOrFail(Sale, { id: input.saleId }, ANY_TENANT);
+          return { confirmed: false, status: sale.status, paymentRef: sale.paymentRef ?? null, paymentRefunded: true };
+        }
         const updated = await tx.execute<{ id: string }[]>(
           `update sales set status = 'CONFIRMED', confirmed_at = now(), updated_at = now(), payment_provider = ?,
              payment_ref = ?, payment_status = ?, decline_code = null
@@ -474,7 +517,7 @@ export function createCheckoutActivities(deps: ActivityDeps) {
       saleId: string;
       to: 'ABANDONED' | 'CANCELLED';
       reason: string;
-    }): Promise<{ closed: boolean; status: SaleStatus; unitsReturned: number }> {
+    }): Promise<{ closed: boolean; status: SaleStatus | null; unitsReturned: number }> {
       const em = deps.orm.em.fork();
       return em.transactional(async (tx) => {
         const updated = await tx.execute<{ discount_id: string | null }[]>(
@@ -484,8 +527,9 @@ export function createCheckoutActivities(deps: ActivityDeps) {
         );
         const row = updated[0];
         if (!row) {
-          const sale = await tx.findOneOrFail(Sale, { id: input.saleId }, ANY_TENANT);
-          return { closed: false, status: sale.status, unitsReturned: 0 };
+          // A reservation that failed before committing left no sale: there is nothing to give back.
+          const sale = await tx.findOne(Sale, { id: input.saleId }, ANY_TENANT);
+          return { closed: false, status: sale?.status ?? null, unitsReturned: 0 };
         }
         const unitsReturned = await releaseStock(tx, input.saleId);
         if (row.discount_id) {
@@ -504,10 +548,12 @@ export function createCheckoutActivities(deps: ActivityDeps) {
       provider: 'GATEWAY_A' | 'GATEWAY_B';
       paymentRef: string | null;
       paymentStatus: string;
+      /** The caller booked the seats on the task queue (checkout v2); v1 executions book them here. */
+      seatsBookedByCaller?: boolean;
     }): Promise<LatePaymentOutcome> {
       const em = deps.orm.em.fork();
       class NoStock extends Error {}
-      const seats = await seatsOfSale(deps, input.saleId);
+      const seats = input.seatsBookedByCaller ? null : await seatsOfSale(deps, input.saleId);
       if (seats) {
         const state = await em.findOne(Sale, { id: input.saleId }, ANY_TENANT);
         if (state?.status === 'ABANDONED') {
@@ -532,6 +578,9 @@ export function createCheckoutActivities(deps: ActivityDeps) {
             [input.saleId],
           );
           const status = rows[0]?.status;
+          if (await isBeingRefunded(tx, input.saleId, input.paymentRef)) {
+            return { outcome: 'payment_refunded' as const, status: status ?? 'ABANDONED' };
+          }
           if (status === 'CONFIRMED')
             return { outcome: 'already_confirmed' as const, status, paymentRef: rows[0]?.payment_ref ?? null };
           if (status !== 'ABANDONED') return { outcome: 'needs_refund' as const, status: status ?? 'ABANDONED' };
@@ -572,6 +621,13 @@ export function createCheckoutActivities(deps: ActivityDeps) {
           'update sales set payment_status = ?, decline_code = ?, payment_provider = coalesce(?, payment_provider), updated_at = now() where id = ?',
           [input.paymentStatus, input.declineCode, input.provider, input.saleId],
         );
+    },
+
+    /** Moves a recorded attempt on (a refund the gateway now reports done); the attempt is found by its dedupe key. */
+    async markAttempt(input: { dedupeKey: string; status: string }): Promise<void> {
+      await deps.orm.em
+        .fork()
+        .execute('update payment_attempts set status = ? where dedupe_key = ?', [input.status, input.dedupeKey]);
     },
 
     /** Appends to the sale's payment history; a notification seen before (same dedupe key) is reported as a duplicate. */

@@ -9,6 +9,7 @@ import type {
   PaymentNotification,
 } from '../workflows/definitions.js';
 import type { ActivityDeps } from './deps.js';
+import type { GatewayAPayment, GatewayBTransaction } from './ports.js';
 
 const ANY_TENANT = { filters: { tenant: false } } as const;
 const INCLUDING_DELETED = { filters: { tenant: false, notDeleted: false } } as const;
@@ -20,8 +21,10 @@ export interface PaymentVerdict {
   providerPaymentId: string | null;
   rawStatus: string;
   statusDetail: string | null;
-  /** True when the payment's reference, amount or currency do not match the sale: never confirm on it. */
+  /** True when the payment's amount or currency do not match the sale: it never buys the sale and goes back. */
   mismatch: boolean;
+  /** True when the payment names another sale's reference: not this sale's money to judge or refund. */
+  foreign: boolean;
 }
 
 const GATEWAY_A_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
@@ -45,6 +48,48 @@ const GATEWAY_B_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
   VOIDED: 'refunded',
   NO_TRANSACTION_FOUND: 'unknown',
 };
+
+interface SaleMoney {
+  reference: string;
+  total: number;
+  currency: string;
+}
+
+const notFound = (gateway: Gateway): PaymentVerdict => ({
+  gateway,
+  outcome: 'unknown',
+  providerPaymentId: null,
+  rawStatus: 'not_found',
+  statusDetail: null,
+  mismatch: false,
+  foreign: false,
+});
+
+function gatewayAVerdict(payment: GatewayAPayment, sale: SaleMoney): PaymentVerdict {
+  return {
+    gateway: 'GATEWAY_A',
+    outcome: GATEWAY_A_OUTCOME[payment.status] ?? 'unknown',
+    providerPaymentId: payment.id,
+    rawStatus: payment.status,
+    statusDetail: payment.statusDetail,
+    mismatch: payment.amount !== sale.total || payment.currency !== sale.currency,
+    foreign: payment.externalReference !== sale.reference,
+  };
+}
+
+function gatewayBVerdict(transaction: GatewayBTransaction, sale: SaleMoney): PaymentVerdict {
+  return {
+    gateway: 'GATEWAY_B',
+    outcome: GATEWAY_B_OUTCOME[transaction.status] ?? 'unknown',
+    providerPaymentId: transaction.transactionId,
+    rawStatus: transaction.status,
+    statusDetail: null,
+    mismatch:
+      transaction.amount !== null &&
+      (transaction.amount !== sale.total || (transaction.currency ?? sale.currency) !== sale.currency),
+    foreign: false,
+  };
+}
 
 /** Gateway choice is the server's (contract 4.3): gateway B for LEGEND workspaces on the allowlist, A otherwise. */
 export const gatewayFor = (workspace: { plan: string; gatewayBAllowlisted: boolean }): Gateway =>
@@ -161,41 +206,23 @@ export function createPaymentActivities(deps: ActivityDeps) {
           ? [await gatewayA.getPayment(input.notification.providerPaymentId)]
           : await gatewayA.findPaymentsByReference(sale.reference);
         const payment = candidates.find((p) => p.status === 'approved') ?? candidates[candidates.length - 1] ?? null;
-        if (!payment) {
-          return {
-            gateway: 'GATEWAY_A',
-            outcome: 'unknown',
-            providerPaymentId: null,
-            rawStatus: 'not_found',
-            statusDetail: null,
-            mismatch: false,
-          };
-        }
-        const mismatch =
-          payment.externalReference !== sale.reference ||
-          payment.amount !== sale.total ||
-          payment.currency !== sale.currency;
-        return {
-          gateway: 'GATEWAY_A',
-          outcome: GATEWAY_A_OUTCOME[payment.status] ?? 'unknown',
-          providerPaymentId: payment.id,
-          rawStatus: payment.status,
-          statusDetail: payment.statusDetail,
-          mismatch,
-        };
+        return payment ? gatewayAVerdict(payment, sale) : notFound('GATEWAY_A');
+      }
+      return gatewayBVerdict(await gatewayB.paymentStatus(sale.reference), sale);
+    },
+
+    /**
+     * Pull reconciliation: every payment the gateway holds for the sale's reference (gateway A: payment search by
+     * external reference; gateway B: the payment status of the order), each judged like a notification would be.
+     */
+    async findSalePayments(input: { saleId: string; gateway: Gateway }): Promise<PaymentVerdict[]> {
+      const { sale } = await loadSale(input.saleId);
+      if (input.gateway === 'GATEWAY_A') {
+        const payments = await gatewayA.findPaymentsByReference(sale.reference);
+        return payments.map((payment) => gatewayAVerdict(payment, sale));
       }
       const transaction = await gatewayB.paymentStatus(sale.reference);
-      const mismatch =
-        transaction.amount !== null &&
-        (transaction.amount !== sale.total || (transaction.currency ?? sale.currency) !== sale.currency);
-      return {
-        gateway: 'GATEWAY_B',
-        outcome: GATEWAY_B_OUTCOME[transaction.status] ?? 'unknown',
-        providerPaymentId: transaction.transactionId,
-        rawStatus: transaction.status,
-        statusDetail: null,
-        mismatch,
-      };
+      return transaction.status === 'NO_TRANSACTION_FOUND' ? [] : [gatewayBVerdict(transaction, sale)];
     },
 
     /** Returns an approved payment to the buyer. Idempotent per payment: the gateway sees the same key on retries. */

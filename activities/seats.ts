@@ -112,6 +112,11 @@ export function createSeatActivities(deps: ActivityDeps) {
       }
     },
 
+    /** Puts back on sale the seats booked for a sale whose late payment could not be confirmed after all. */
+    async releaseBookedSeats(input: { saleId: string }): Promise<{ released: number }> {
+      return { released: await freeSeatsOfClosedSale(deps, input.saleId) };
+    },
+
     /** Frees the seats of a sale that ended unpaid: the seats it holds, and its hold token when the sale owns it. */
     async releaseSaleSeats(input: { saleId: string }): Promise<void> {
       const seats = await seatsOfSale(deps, input.saleId);

@@ -46,11 +46,14 @@ export async function issueTickets(em: EntityManager, saleId: string): Promise<n
 
 export function createTicketActivities(deps: ActivityDeps) {
   return {
-    /** Emails the buyer one QR code per ticket. Safe to retry: it re-reads the issued tickets. */
+    /**
+     * Emails the buyer one QR code per ticket, once per sale: a retry after the email went out sends nothing
+     * (resending is the explicit POST /tickets/{code}/resend).
+     */
     async emailTickets(saleId: string): Promise<{ sent: number }> {
       const em = deps.orm.em.fork();
       const sale = await em.findOneOrFail(Sale, { id: saleId }, { filters: { tenant: false } });
-      if (sale.status !== 'CONFIRMED') return { sent: 0 };
+      if (sale.status !== 'CONFIRMED' || sale.ticketsEmailedAt) return { sent: 0 };
       const tickets = await em.find(
         Ticket,
         { sale: saleId },
@@ -111,6 +114,9 @@ export function createTicketActivities(deps: ActivityDeps) {
           .join('')}`,
         attachments,
       });
+      await em.execute('update sales set tickets_emailed_at = now() where id = ? and tickets_emailed_at is null', [
+        saleId,
+      ]);
       return { sent: tickets.length };
     },
   };

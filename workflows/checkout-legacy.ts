@@ -1,15 +1,7 @@
 /**
- * Checkout: the life of one sale, from the reservation to a confirmed purchase or to its stock back on sale.
- *
- * reserve (update-with-start) ─▶ reserved ──payment approved──▶ confirmed ─▶ tickets emailed
- *                                   │
- *                                   ├─ payment window ends ─▶ abandoned ─┐
- *                                   ├─ buyer releases ──────▶ abandoned ─┼─▶ late payment? confirm if stock is
- *                                   └─ organizer cancels ───▶ cancelled ─┘   still there, otherwise refund
- *
- * The reservation and its timer exist together: the sale is created by the `reserve` update of this execution,
- * and the payment window is one `condition(…, window)` below. Everything that can end a sale goes through
- * `closeUnpaid`, the one compensation path.
+ * The first version of the checkout, frozen: executions started before `checkout-v2` (see checkout.ts) replay
+ * through this story exactly as they ran. Nothing starts it any more; delete it once no such execution is open
+ * (their grace period is 24 hours) and their recorded histories have been retired from test/replay/histories.
  */
 import {
   condition,
@@ -107,7 +99,7 @@ const unavailable = (reason: string, message: string): PaymentUnavailable => ({
   message,
 });
 
-export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
+export async function legacyCheckout(input: CheckoutInput): Promise<CheckoutStatus> {
   // Executions started while these steps went through the task queue replay them that way.
   const localSteps = patched('database-steps-local');
   const db = localSteps ? localSales : sales;

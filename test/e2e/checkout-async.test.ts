@@ -284,8 +284,14 @@ describe('a buyer charged twice for one sale gets the second charge back', () =>
             url: `/api/v1/sales/${order.saleId}/attempts`,
             headers: bearer(organizer.key),
           })
-        ).json().data as Array<{ kind: string; providerPaymentId: string | null; note: string | null }>,
-      (list) => list.some((a) => a.kind === 'REFUND'),
+        ).json().data as Array<{
+          kind: string;
+          status: string | null;
+          providerPaymentId: string | null;
+          note: string | null;
+        }>,
+      // A refund is recorded when it is requested and marked refunded only once the gateway reports it so.
+      (list) => list.some((a) => a.kind === 'REFUND' && a.status === 'refunded'),
       20_000,
     );
     const refunds = attempts.filter((a) => a.kind === 'REFUND');

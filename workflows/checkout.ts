@@ -1,0 +1,955 @@
+/**
+ * Checkout: the life of one sale, from the reservation to a confirmed purchase or to its stock back on sale, with
+ * one promise kept under any fault: every approved payment ends as the payment of a CONFIRMED sale or as a refund
+ * the gateway has confirmed, and stock held by an unpaid sale always comes back.
+ *
+ * reserve (update-with-start) ─▶ reserved ──payment approved──▶ confirmed ─▶ tickets emailed (off the money path)
+ *                                   │
+ *                                   ├─ payment window ends ─▶ ask the gateway ─▶ abandoned ─┐
+ *                                   ├─ buyer releases ──────▶ ask the gateway ─▶ abandoned ─┼─▶ late money? confirm
+ *                                   └─ organizer cancels ───▶ ask the gateway ─▶ cancelled ─┘   if stock, else refund
+ *
+ * Push is not trusted alone: while a payment attempt is open the checkout also pulls (asks the gateway for the
+ * payments of the sale's reference), and always before closing a sale unpaid. A notification that arrives after
+ * this execution finished starts a fresh run (`resumeAfterClose`, signal-with-start) that reads the sale and
+ * resolves the money the same way; the reconciler schedule does the same for anything both paths missed.
+ *
+ * Nothing a provider does fails this execution: gateway calls are retried a few times and their failure becomes
+ * "ask again later"; refunds are retried until the gateway reports the payment refunded.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  allHandlersFinished,
+  CancellationScope,
+  condition,
+  isCancellation,
+  log,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { CheckoutActivities, SaleSnapshot } from '../activities/checkout.js';
+import type { PaymentActivities, PaymentVerdict } from '../activities/payments.js';
+import type { SeatActivities } from '../activities/seats.js';
+import type { TicketActivities } from '../activities/tickets.js';
+import type { SaleStatus } from '../domain/sale-state.js';
+import { legacyCheckout } from './checkout-legacy.js';
+import {
+  type CheckoutInput,
+  type CheckoutPhase,
+  type CheckoutStatus,
+  chargeCardUpdate,
+  checkoutStatusQuery,
+  checkPaymentSignal,
+  type Gateway,
+  openPaymentUpdate,
+  openPseUpdate,
+  type PaymentNotification,
+  type PaymentUnavailable,
+  paymentNotificationSignal,
+  type ReleaseReason,
+  type ReleaseResult,
+  type ReservedSale,
+  releaseUpdate,
+  reserveUpdate,
+  SA,
+  saleStatusChangedSignal,
+} from './definitions.js';
+
+/** The version marker: executions without it in their history replay the first version (checkout-legacy.ts). */
+export const CHECKOUT_V2 = 'checkout-v2-money-never-stranded';
+
+const UNTIL_IT_WORKS = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' };
+
+type Steps = Record<string, (...args: never[]) => Promise<unknown>>;
+
+/**
+ * A local activity still running when its run is evicted from the worker's cache comes back cancelled (SDK core
+ * invalidates it; evictions happen whenever the cache is full, as in a flash sale, and after restarts). Every local
+ * step here is idempotent, so a cancelled one simply runs again, unless the workflow itself is being cancelled.
+ */
+function rerunWhenEvicted<T extends Steps>(steps: T): T {
+  return new Proxy(steps, {
+    get(target, name: string) {
+      const step = target[name];
+      if (typeof step !== 'function') return step;
+      return async (...args: never[]) => {
+        for (;;) {
+          try {
+            return await step(...args);
+          } catch (error) {
+            const evicted = isCancellation(error) && !CancellationScope.current().consideredCancelled;
+            if (!evicted) throw error;
+            log.warn('a local step was cancelled by a cache eviction; running it again', { step: name });
+          }
+        }
+      };
+    },
+  });
+}
+
+/**
+ * Short, idempotent database transactions run inside the workflow task (local activities): no task-queue round
+ * trip per step. Retried without a cap, so a database restart delays the sale instead of failing it; an error no
+ * retry can fix is thrown non-retryable by the activity and ends the step at once.
+ */
+const db = rerunWhenEvicted(
+  proxyLocalActivities<CheckoutActivities>({
+    startToCloseTimeout: '15 seconds',
+    localRetryThreshold: '5 seconds',
+    retry: UNTIL_IT_WORKS,
+  }),
+);
+/**
+ * The reservation is bounded as a whole so it can never outlive the wait for it: when it gives up, the execution
+ * compensates whatever a lost-answer attempt may have committed. With numbered seats it calls the seat-map
+ * provider, so it runs on the task queue.
+ */
+const RESERVATION_LIMITS = { startToCloseTimeout: '15 seconds', scheduleToCloseTimeout: '30 seconds' } as const;
+const reserveInWorkflowTask = rerunWhenEvicted(
+  proxyLocalActivities<CheckoutActivities>({
+    ...RESERVATION_LIMITS,
+    localRetryThreshold: '5 seconds',
+    retry: UNTIL_IT_WORKS,
+  }),
+);
+const reserveOnTaskQueue = proxyActivities<CheckoutActivities>({ ...RESERVATION_LIMITS, retry: UNTIL_IT_WORKS });
+/** Rail lookups only read the database; the buyer is waiting, so they are bounded. */
+const rails = rerunWhenEvicted(
+  proxyLocalActivities<PaymentActivities>({
+    startToCloseTimeout: '10 seconds',
+    scheduleToCloseTimeout: '30 seconds',
+    retry: UNTIL_IT_WORKS,
+  }),
+);
+/** Gateway calls a buyer or the story waits on: a few tries, then "ask again later" instead of a failure. */
+const gateways = proxyActivities<PaymentActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 4 },
+});
+/** Money must go back: retried without a cap; the story then waits for the gateway to report it refunded. */
+const refunds = proxyActivities<PaymentActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '10 minutes' },
+});
+/** Seat-map calls leave the process, so they run on the task queue; compensation must happen, so no cap. */
+const seatMap = proxyActivities<SeatActivities>({ startToCloseTimeout: '30 seconds', retry: UNTIL_IT_WORKS });
+/** One email per sale, a bounded effort: a failure to mail never stands in front of money handling. */
+const mail = proxyActivities<TicketActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 5 },
+});
+
+const DEFAULT_PAYMENT_POLL_MS = 30_000;
+const MAX_PULL_INTERVAL_MS = 5 * 60_000;
+const REFUND_CHECK_FIRST_MS = 5_000;
+const REFUND_CHECK_MAX_MS = 10 * 60_000;
+
+const STATUS_TO_PHASE: Record<SaleStatus, CheckoutPhase> = {
+  PENDING: 'reserved',
+  CONFIRMED: 'confirmed',
+  ABANDONED: 'abandoned',
+  CANCELLED: 'cancelled',
+  REFUNDED: 'refunded',
+};
+const PHASE_TO_STATUS: Partial<Record<CheckoutPhase, SaleStatus>> = {
+  reserved: 'PENDING',
+  confirmed: 'CONFIRMED',
+  abandoned: 'ABANDONED',
+  cancelled: 'CANCELLED',
+  refunded: 'REFUNDED',
+};
+
+/** A refusal an update validator or handler answers with; the API maps `type` to the contract's error code. */
+function refusal(code: string, message: string, details: Record<string, unknown> = {}, retryable = false) {
+  return ApplicationFailure.create({ type: code, message, nonRetryable: !retryable, details: [details] });
+}
+
+const unavailable = (reason: string, message: string): PaymentUnavailable => ({
+  ok: false,
+  code: 'PAYMENT_UNAVAILABLE',
+  reason,
+  message,
+});
+
+const isGiveUp = (error: unknown): error is ActivityFailure => error instanceof ActivityFailure;
+
+/** The earliest of these instants still ahead (workflow time), or null when none is. */
+function earliestFuture(instantsMs: Array<number | null>): number | null {
+  const ahead = instantsMs.filter((at): at is number => at !== null && at > Date.now());
+  return ahead.length === 0 ? null : Math.min(...ahead);
+}
+
+/** `condition` with a timeout, minus the timer when there is nothing to wait for: a timer is a history round trip. */
+async function waitUntil(ready: () => boolean, timeoutMs: number): Promise<void> {
+  if (ready() || timeoutMs <= 0) return;
+  await condition(ready, timeoutMs);
+}
+
+/** Why a payment is given back; each reason has its own record and buyer-facing status. */
+type GiveBackReason =
+  | 'second_charge'
+  | 'mismatch'
+  | 'seats_lost'
+  | 'late_no_stock'
+  | 'late_cancelled'
+  | 'late_seats_gone'
+  | 'sale_refunded';
+const GIVE_BACK: Record<GiveBackReason, { dedupe: string; note: string; paymentStatus: string | null }> = {
+  second_charge: {
+    dedupe: 'second-charge-refund',
+    note: 'a second payment for a sale that was already paid; refunded',
+    paymentStatus: null,
+  },
+  mismatch: {
+    dedupe: 'mismatch-refund',
+    note: "the payment's amount or currency does not match the sale; refunded",
+    paymentStatus: 'FT_MISMATCH_REFUNDED',
+  },
+  seats_lost: {
+    dedupe: 'seats-lost-refund',
+    note: 'the seats were no longer held at the seat-map provider; refunded',
+    paymentStatus: 'FT_SEATS_LOST_REFUNDED',
+  },
+  late_no_stock: {
+    dedupe: 'late-refund',
+    note: 'the payment arrived after the sale was ABANDONED and the stock was sold meanwhile; refunded',
+    paymentStatus: 'FT_LATE_PAYMENT_REFUNDED',
+  },
+  late_cancelled: {
+    dedupe: 'late-refund',
+    note: 'the payment arrived after the sale was CANCELLED; the cancel stands, refunded',
+    paymentStatus: 'FT_LATE_PAYMENT_REFUNDED',
+  },
+  late_seats_gone: {
+    dedupe: 'late-refund',
+    note: 'the payment arrived after the sale was ABANDONED and its seats were sold meanwhile; refunded',
+    paymentStatus: 'FT_LATE_PAYMENT_REFUNDED',
+  },
+  sale_refunded: {
+    dedupe: 'after-refund-refund',
+    note: 'a payment for a sale that was already refunded; refunded',
+    paymentStatus: null,
+  },
+};
+
+export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
+  if (!patched(CHECKOUT_V2)) return legacyCheckout(input);
+  return new SaleCheckout(input).run();
+}
+
+class SaleCheckout {
+  private phase: CheckoutPhase = 'awaiting_reservation';
+  private sale: ReservedSale | null = null;
+  private gateway: Gateway | null = null;
+  private seated = false;
+  /** A payment was opened (card, PSE, button): money may exist at the gateway, so it is asked before closing. */
+  private attemptOpened = false;
+  /** The gateway payment that paid the sale: any other approved payment for it is a second charge. */
+  private paidWith: string | null = null;
+  private readonly inbox: PaymentNotification[] = [];
+  private releaseRequest: ReleaseReason | null = null;
+  private checkRequested = false;
+  private reserving = false;
+  private reserveFailed = false;
+  /** Payments whose news was processed, so a card charge can answer with its outcome. */
+  private readonly settledPayments = new Set<string>();
+  /** Payments this execution gave back: they never buy anything afterwards. */
+  private readonly givenBack = new Set<string>();
+  /** Pull schedule: when to ask the gateway next, and whether an answer is owed (the last ask failed). */
+  private nextPullAtMs: number | null = null;
+  private pullIntervalMs: number;
+  private pullOwed = false;
+  private lateListeningUntilMs: number | null = null;
+  private emailing: Promise<void> | null = null;
+
+  constructor(private readonly input: CheckoutInput) {
+    this.pullIntervalMs = input.paymentPollMs ?? DEFAULT_PAYMENT_POLL_MS;
+    this.registerHandlers();
+  }
+
+  // ------------------------------------------------------------------------------------------------ the story
+
+  async run(): Promise<CheckoutStatus> {
+    if (this.input.resumeAfterClose) {
+      if (!(await this.resume())) return this.status();
+    } else if (!(await this.awaitReservation())) {
+      return this.status();
+    }
+    if (this.now() === 'reserved') await this.awaitPayment();
+    await this.settle();
+    return this.status();
+  }
+
+  /** The reserve update creates the sale; a reservation that failed half-way is compensated before ending. */
+  private async awaitReservation(): Promise<boolean> {
+    await condition(
+      () => this.phase !== 'awaiting_reservation' || this.reserving,
+      this.input.reserveTimeoutMs ?? 60_000,
+    );
+    // Once the update started, its step is bounded by its own schedule-to-close timeout: wait for its outcome.
+    await condition(() => !this.reserving);
+    const phase = this.now();
+    if (phase === 'reserved' || phase === 'confirmed') return true;
+    if (this.reserveFailed) {
+      const closed = await db.closeUnpaidSale({
+        saleId: this.input.saleId,
+        to: 'ABANDONED',
+        reason: 'the reservation did not complete',
+      });
+      if (closed.status !== null) await seatMap.releaseSaleSeats({ saleId: this.input.saleId });
+    }
+    this.phase = 'rejected';
+    return false;
+  }
+
+  /** A run started by late news (or the reconciler) picks the sale up where the database says it is. */
+  private async resume(): Promise<boolean> {
+    const snapshot: SaleSnapshot | null = await db.readSaleSnapshot(this.input.saleId);
+    if (!snapshot) {
+      this.phase = 'rejected';
+      return false;
+    }
+    this.sale = snapshot;
+    this.seated = snapshot.seated === true;
+    this.attemptOpened = snapshot.attemptOpened === true;
+    this.paidWith = snapshot.paymentRef ?? null;
+    upsertSearchAttributes([
+      { key: SA.saleReference, value: snapshot.reference },
+      { key: SA.workspaceId, value: snapshot.workspaceId },
+      { key: SA.eventDateId, value: snapshot.eventDateId },
+    ]);
+    if (snapshot.gateway) this.adoptGateway(snapshot.gateway);
+    this.publish(snapshot.status);
+    return true;
+  }
+
+  /** The payment window: its deadline races every way the sale can end, and the pull schedule. */
+  private async awaitPayment(): Promise<void> {
+    const deadline = this.sale?.expiresAtMs ?? 0;
+    while (this.now() === 'reserved') {
+      await waitUntil(
+        () => this.inbox.length > 0 || this.releaseRequest !== null || this.checkRequested,
+        this.msUntil(deadline, this.nextPullAtMs),
+      );
+      await this.processInbox();
+      if (this.now() !== 'reserved') break;
+      if (this.checkRequested || this.pullDue()) await this.pullFromGateway();
+      if (this.now() !== 'reserved') break;
+      const release = this.releaseRequest;
+      if (release === 'organizer_cancel') await this.closeUnpaid('CANCELLED', 'cancelled by the organizer');
+      else if (release === 'buyer_release') await this.closeUnpaid('ABANDONED', 'released by the buyer');
+      else if (Date.now() >= deadline) await this.closeUnpaid('ABANDONED', 'payment window expired');
+    }
+  }
+
+  /**
+   * After the sale is settled: a confirmed sale mails its tickets and ends; a sale closed unpaid keeps listening
+   * for late money for the grace period, and keeps asking the gateway while an answer is owed. Nothing received is
+   * dropped: the inbox and every in-flight update are drained before the execution ends.
+   */
+  private async settle(): Promise<void> {
+    if (this.now() === 'confirmed') this.emailTickets();
+    const closedUnpaid = () => this.now() === 'abandoned' || this.now() === 'cancelled';
+    // A resumed run exists to resolve what arrived after the first run's grace period; later news starts another.
+    const graceMs = this.input.resumeAfterClose ? 0 : this.input.latePaymentGraceMs;
+    this.lateListeningUntilMs = closedUnpaid() ? Date.now() + graceMs : Date.now();
+    // A payment that settles after the close and whose notification is lost is found by one last ask at the end.
+    let lastAskOwed = closedUnpaid() && this.attemptOpened;
+    for (;;) {
+      // An answer the gateway still owes keeps the execution asking, whatever the sale's status: money received at
+      // any time is resolved.
+      const owed = () => this.pullOwed;
+      const wakeAtMs = earliestFuture([
+        closedUnpaid() ? this.lateListeningUntilMs : null,
+        owed() ? this.nextPullAtMs : null,
+      ]);
+      if (wakeAtMs !== null) await waitUntil(() => this.inbox.length > 0 || this.checkRequested, wakeAtMs - Date.now());
+      await this.processInbox();
+      const graceOver = Date.now() >= (this.lateListeningUntilMs ?? 0);
+      if (this.checkRequested || (owed() && this.pullDue()) || (graceOver && lastAskOwed && closedUnpaid())) {
+        lastAskOwed = false;
+        await this.pullFromGateway();
+      }
+      const listening = (closedUnpaid() && Date.now() < (this.lateListeningUntilMs ?? 0)) || owed();
+      if (!listening && this.inbox.length === 0 && !this.checkRequested) {
+        await this.emailing;
+        await condition(() => allHandlersFinished() || this.inbox.length > 0);
+        if (this.inbox.length === 0) break;
+      }
+    }
+    this.lateListeningUntilMs = null;
+  }
+
+  // ------------------------------------------------------------------------------------------------ money in
+
+  private async processInbox(): Promise<void> {
+    while (this.inbox.length > 0) {
+      const notification = this.inbox.shift()!;
+      const verdict = await this.readVerdict(notification);
+      if (verdict) await this.judge(verdict, notification.eventType);
+      if (notification.providerPaymentId) this.settledPayments.add(notification.providerPaymentId);
+    }
+  }
+
+  /** The gateway's own record of the payment a notification names; null when the gateway cannot be read now. */
+  private async readVerdict(notification: PaymentNotification): Promise<PaymentVerdict | null> {
+    let verdict: PaymentVerdict;
+    try {
+      verdict = await gateways.readPayment({ saleId: this.input.saleId, notification });
+    } catch (error) {
+      if (!isGiveUp(error)) throw error;
+      log.warn('the gateway could not be read for a notification; asking again later', { saleId: this.input.saleId });
+      this.owePull();
+      return null;
+    }
+    await db.recordAttempt({
+      saleId: this.input.saleId,
+      gateway: verdict.gateway,
+      kind: 'NOTIFICATION',
+      providerPaymentId: verdict.providerPaymentId,
+      status: verdict.rawStatus,
+      statusDetail: verdict.statusDetail,
+      amount: null,
+      dedupeKey: `notification:${notification.dedupeKey}`,
+      note: verdict.foreign ? 'the payment names another sale; ignored' : null,
+    });
+    return verdict;
+  }
+
+  /**
+   * Asks the gateway for every payment of the sale's reference (pull reconciliation) and judges each as if it had
+   * been notified. Returns false when the gateway could not be read; the ask is then owed and retried with backoff.
+   */
+  private async pullFromGateway(): Promise<boolean> {
+    this.checkRequested = false;
+    if (!this.gateway || !this.attemptOpened) {
+      // No payment was ever opened: nobody can have paid this sale.
+      this.nextPullAtMs = null;
+      this.pullOwed = false;
+      return true;
+    }
+    let verdicts: PaymentVerdict[];
+    try {
+      verdicts = await gateways.findSalePayments({ saleId: this.input.saleId, gateway: this.gateway });
+    } catch (error) {
+      if (!isGiveUp(error)) throw error;
+      this.owePull();
+      return false;
+    }
+    this.pullOwed = false;
+    this.pullIntervalMs = Math.min(this.pullIntervalMs * 2, MAX_PULL_INTERVAL_MS);
+    this.nextPullAtMs = this.now() === 'reserved' ? Date.now() + this.pullIntervalMs : null;
+    for (const verdict of verdicts) {
+      if (verdict.outcome !== 'approved') continue;
+      await db.recordAttempt({
+        saleId: this.input.saleId,
+        gateway: verdict.gateway,
+        kind: 'STATUS_CHECK',
+        providerPaymentId: verdict.providerPaymentId,
+        status: verdict.rawStatus,
+        statusDetail: verdict.statusDetail,
+        amount: null,
+        dedupeKey: `pull:${verdict.providerPaymentId ?? this.input.saleId}:${verdict.rawStatus}`,
+        note: 'found by asking the gateway (pull reconciliation)',
+      });
+      await this.judge(verdict, 'pull');
+    }
+    return true;
+  }
+
+  /** What a payment's verdict means for this sale, whatever its phase: one decision table for all money. */
+  private async judge(verdict: PaymentVerdict, eventType: string | null): Promise<void> {
+    if (verdict.foreign) return;
+    const payment = verdict.providerPaymentId;
+    if (verdict.outcome !== 'approved') {
+      if (this.now() === 'reserved' || (this.closedUnpaid() && !(payment && this.givenBack.has(payment)))) {
+        if (verdict.outcome === 'unknown' || verdict.outcome === 'refunded') return;
+        await db.recordPaymentStatus({
+          saleId: this.input.saleId,
+          paymentStatus: verdict.rawStatus,
+          declineCode: verdict.outcome === 'rejected' ? verdict.statusDetail : null,
+          provider: verdict.gateway,
+        });
+      }
+      return;
+    }
+    if (payment && this.givenBack.has(payment)) return;
+    if (verdict.mismatch) return this.giveBack(verdict, 'mismatch');
+    const phase = this.now();
+    if (phase === 'reserved') return this.confirmPaid(verdict);
+    if (phase === 'abandoned' || phase === 'cancelled') return this.resolveLateMoney(verdict);
+    if (payment === this.paidWith) {
+      // Gateway B re-notifying a confirmed charge is how it reports refunds: recorded for the organizer.
+      if (phase === 'confirmed' && verdict.gateway === 'GATEWAY_B' && eventType === 'SALE_APPROVED') {
+        await db.recordPaymentStatus({
+          saleId: this.input.saleId,
+          paymentStatus: 'FT_SALE_APPROVED_POST_CONFIRM',
+          declineCode: null,
+          provider: null,
+        });
+      }
+      return;
+    }
+    return this.giveBack(verdict, phase === 'refunded' ? 'sale_refunded' : 'second_charge');
+  }
+
+  /** PENDING → CONFIRMED by this payment (numbered seats are booked first: lost seats mean the money goes back). */
+  private async confirmPaid(verdict: PaymentVerdict): Promise<void> {
+    if (this.seated) {
+      const booked = await seatMap.bookSaleSeats({ saleId: this.input.saleId });
+      if (!booked.ok) {
+        await this.closeUnpaid('ABANDONED', 'seats lost at the seat-map provider', { askGatewayFirst: false });
+        return this.giveBack(verdict, 'seats_lost');
+      }
+    }
+    const result = await db.confirmSale({
+      saleId: this.input.saleId,
+      provider: verdict.gateway,
+      paymentRef: verdict.providerPaymentId,
+      paymentStatus: verdict.rawStatus,
+    });
+    if (result.paymentRefunded) return;
+    this.adoptGateway(verdict.gateway);
+    this.paidWith = result.paymentRef ?? this.paidWith;
+    this.publish(result.status);
+  }
+
+  /** Money for a sale that closed unpaid: confirm it if its stock (and seats) can be taken again, else refund. */
+  private async resolveLateMoney(verdict: PaymentVerdict): Promise<void> {
+    let seatsBooked = false;
+    if (this.seated && this.now() === 'abandoned') {
+      const booked = await seatMap.bookSaleSeats({ saleId: this.input.saleId });
+      if (!booked.ok) return this.giveBack(verdict, 'late_seats_gone');
+      seatsBooked = true;
+    }
+    const late = await db.confirmLatePayment({
+      saleId: this.input.saleId,
+      provider: verdict.gateway,
+      paymentRef: verdict.providerPaymentId,
+      paymentStatus: verdict.rawStatus,
+      seatsBookedByCaller: true,
+    });
+    if (late.outcome === 'confirmed') {
+      this.paidWith = verdict.providerPaymentId;
+      this.adoptGateway(verdict.gateway);
+      this.publish('CONFIRMED');
+      await db.recordAttempt({
+        saleId: this.input.saleId,
+        gateway: verdict.gateway,
+        kind: 'LATE_PAYMENT',
+        providerPaymentId: verdict.providerPaymentId,
+        status: verdict.rawStatus,
+        statusDetail: null,
+        amount: null,
+        dedupeKey: `late:${verdict.providerPaymentId ?? this.input.saleId}`,
+        note: 'payment arrived after the reservation closed; stock was still available, sale confirmed',
+      });
+      this.emailTickets();
+      return;
+    }
+    if (late.outcome === 'payment_refunded') return;
+    if (late.outcome === 'already_confirmed') {
+      this.paidWith = late.paymentRef ?? this.paidWith;
+      this.publish('CONFIRMED');
+      if (verdict.providerPaymentId !== this.paidWith) await this.giveBack(verdict, 'second_charge');
+      return;
+    }
+    if (seatsBooked) await seatMap.releaseBookedSeats({ saleId: this.input.saleId });
+    await this.giveBack(verdict, late.status === 'CANCELLED' ? 'late_cancelled' : 'late_no_stock');
+  }
+
+  // ------------------------------------------------------------------------------------------------ money out
+
+  /**
+   * Returns a payment to the buyer and waits until the gateway reports it refunded. The request is recorded first,
+   * so a later run (or the reconciler) knows this payment is being given back and never confirms with it.
+   */
+  private async giveBack(verdict: PaymentVerdict, reason: GiveBackReason): Promise<void> {
+    const payment = verdict.providerPaymentId;
+    const why = GIVE_BACK[reason];
+    if (!payment && verdict.gateway === 'GATEWAY_A') {
+      log.error('an approved gateway A payment without an id cannot be refunded', { saleId: this.input.saleId });
+      return;
+    }
+    this.givenBack.add(payment ?? `${verdict.gateway}:${this.input.saleId}`);
+    const dedupeKey = `${why.dedupe}:${payment ?? this.input.saleId}`;
+    await db.recordAttempt({
+      saleId: this.input.saleId,
+      gateway: verdict.gateway,
+      providerPaymentId: payment,
+      amount: null,
+      kind: 'REFUND',
+      status: 'requested',
+      statusDetail: reason,
+      dedupeKey,
+      note: why.note,
+    });
+    let waitMs = this.input.refundCheckMs ?? REFUND_CHECK_FIRST_MS;
+    for (;;) {
+      try {
+        await refunds.refundPayment({
+          saleId: this.input.saleId,
+          gateway: verdict.gateway,
+          providerPaymentId: payment,
+          reason,
+        });
+      } catch (error) {
+        // Refused for good (for example: already refunded). The gateway's own record decides below.
+        if (!isGiveUp(error)) throw error;
+      }
+      const state = await this.refundState(verdict);
+      if (state === 'refunded') break;
+      await sleep(waitMs);
+      waitMs = Math.min(waitMs * 2, REFUND_CHECK_MAX_MS);
+    }
+    await db.markAttempt({ dedupeKey, status: 'refunded' });
+    if (why.paymentStatus) {
+      await db.recordPaymentStatus({
+        saleId: this.input.saleId,
+        paymentStatus: why.paymentStatus,
+        declineCode: null,
+        provider: verdict.gateway,
+      });
+    }
+  }
+
+  private async refundState(verdict: PaymentVerdict): Promise<'refunded' | 'not_yet'> {
+    try {
+      const now = await gateways.readPayment({
+        saleId: this.input.saleId,
+        notification: {
+          gateway: verdict.gateway,
+          providerPaymentId: verdict.providerPaymentId,
+          eventType: 'refund_check',
+          receivedAtMs: Date.now(),
+          dedupeKey: `refund-check:${verdict.providerPaymentId ?? this.input.saleId}`,
+        },
+      });
+      return now.outcome === 'refunded' ? 'refunded' : 'not_yet';
+    } catch (error) {
+      if (!isGiveUp(error)) throw error;
+      return 'not_yet';
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------------ stock back
+
+  /**
+   * The one compensation path: the gateway is asked first (a payment may exist that no notification announced),
+   * then the status, stock, discount use and seats go back together. A repeat changes nothing but still frees seats.
+   */
+  private async closeUnpaid(
+    to: 'ABANDONED' | 'CANCELLED',
+    reason: string,
+    options: { askGatewayFirst: boolean } = { askGatewayFirst: true },
+  ): Promise<void> {
+    if (options.askGatewayFirst && this.attemptOpened) {
+      const answered = await this.pullFromGateway();
+      if (this.now() !== 'reserved') return;
+      // The gateway cannot say now: the stock goes back at the deadline anyway, and the question stays owed.
+      if (!answered) this.pullOwed = true;
+    }
+    const closed = await db.closeUnpaidSale({ saleId: this.input.saleId, to, reason });
+    if (this.seated && closed.status !== 'CONFIRMED') await seatMap.releaseSaleSeats({ saleId: this.input.saleId });
+    if (closed.status) this.publish(closed.status);
+  }
+
+  // ------------------------------------------------------------------------------------------------ tickets
+
+  /** Mails the tickets beside the story, not in front of it; the activity sends at most once per sale. */
+  private emailTickets(): void {
+    if (this.emailing) return;
+    this.emailing = mail.emailTickets(this.input.saleId).then(
+      () => undefined,
+      (error: unknown) => {
+        if (!isGiveUp(error)) throw error;
+        log.warn('the ticket email could not be sent; the buyer can ask for a resend', { saleId: this.input.saleId });
+      },
+    );
+  }
+
+  // ------------------------------------------------------------------------------------------------ handlers
+
+  private registerHandlers(): void {
+    setHandler(checkoutStatusQuery, () => this.status());
+    setHandler(paymentNotificationSignal, (notification) => {
+      this.inbox.push(notification);
+    });
+    setHandler(checkPaymentSignal, () => {
+      this.checkRequested = true;
+    });
+    setHandler(saleStatusChangedSignal, ({ status }) => {
+      // Refunds and organizer cancels of settled sales run in their own workflows; this execution follows them.
+      if (status === 'REFUNDED' || status === 'CANCELLED') this.publish(status);
+    });
+
+    setHandler(reserveUpdate, (request) => this.reserve(request), {
+      validator: (_request) => {
+        if (this.phase !== 'awaiting_reservation' || this.reserving) {
+          throw refusal('INVALID_STATE', 'This checkout already has a reservation', { saleId: this.input.saleId });
+        }
+      },
+    });
+    setHandler(openPaymentUpdate, () => this.openPayment(), { validator: () => this.assertPayable() });
+    setHandler(openPseUpdate, () => this.openPse(), { validator: (_options) => this.assertPayable() });
+    setHandler(chargeCardUpdate, (request) => this.chargeCard(request), {
+      validator: (_request) => this.assertPayable(),
+    });
+    setHandler(releaseUpdate, (request) => this.release(request.reason), {
+      validator: (_request) => {
+        if (this.phase !== 'reserved' || this.releaseRequest !== null) {
+          throw refusal('INVALID_STATE', `The sale is ${PHASE_TO_STATUS[this.phase] ?? this.phase}, not PENDING`, {
+            status: PHASE_TO_STATUS[this.phase] ?? null,
+          });
+        }
+      },
+    });
+  }
+
+  private async reserve(request: Parameters<CheckoutActivities['reserveSale']>[0]['request']) {
+    this.reserving = true;
+    try {
+      const step = request.seats?.length ? reserveOnTaskQueue : reserveInWorkflowTask;
+      const result = await step.reserveSale({ saleId: this.input.saleId, request });
+      if (!result.ok) {
+        this.phase = 'rejected';
+        return result;
+      }
+      this.sale = result;
+      this.seated = result.seated === true;
+      upsertSearchAttributes([
+        { key: SA.saleReference, value: result.reference },
+        { key: SA.workspaceId, value: result.workspaceId },
+        { key: SA.eventDateId, value: result.eventDateId },
+      ]);
+      this.publish(result.status);
+      return result;
+    } catch (error) {
+      if (!isGiveUp(error)) throw error;
+      this.reserveFailed = true;
+      const cause = error.cause instanceof ApplicationFailure ? error.cause : null;
+      if (cause?.nonRetryable && cause.type) {
+        throw refusal(cause.type, 'The reservation was refused: its data cannot be stored', {});
+      }
+      throw refusal('SERVICE_UNAVAILABLE', 'The reservation could not be completed; retry', {}, true);
+    } finally {
+      this.reserving = false;
+    }
+  }
+
+  private assertPayable(): void {
+    const expiresAtMs = this.sale?.expiresAtMs ?? null;
+    if (this.phase !== 'reserved' || expiresAtMs === null) {
+      throw refusal('PAYMENT_UNAVAILABLE', `The sale is ${PHASE_TO_STATUS[this.phase] ?? this.phase}, not pending`, {
+        reason: 'not_pending',
+      });
+    }
+    if (Date.now() >= expiresAtMs || this.releaseRequest !== null) {
+      throw refusal('PAYMENT_UNAVAILABLE', 'The reservation has expired; start the purchase again', {
+        reason: 'reservation_expired',
+      });
+    }
+  }
+
+  /** Which rail pays this sale; refuses a second gateway while another one has a payment open. */
+  private async railFor(requested: 'any' | 'pse'): Promise<Gateway | PaymentUnavailable> {
+    let rail: Awaited<ReturnType<PaymentActivities['choosePaymentRail']>>;
+    try {
+      rail = await rails.choosePaymentRail(this.input.saleId);
+    } catch (error) {
+      if (!isGiveUp(error)) throw error;
+      throw refusal('SERVICE_UNAVAILABLE', 'The payment could not be prepared; retry', {}, true);
+    }
+    if (requested === 'pse' && rail.gateway === 'GATEWAY_B') {
+      return unavailable('gateway_b_only', 'This event charges only through the embedded payment button (gateway B)');
+    }
+    if (rail.gateway === 'GATEWAY_B' && !rail.eligibleForB) {
+      return unavailable(
+        'gateway_b_not_enabled',
+        'Gateway B needs the legend plan; this event cannot take payments now',
+      );
+    }
+    if (this.gateway !== null && this.gateway !== rail.gateway) {
+      return unavailable('other_gateway_in_flight', `A payment is already in flight with ${this.gateway}`);
+    }
+    return rail.gateway;
+  }
+
+  /** From the first opened payment on, money may exist at the gateway: the pull schedule starts. */
+  private openAttempt(gateway: Gateway): void {
+    this.adoptGateway(gateway);
+    this.attemptOpened = true;
+    if (this.nextPullAtMs === null) this.nextPullAtMs = Date.now() + this.pullIntervalMs;
+  }
+
+  private async openPayment() {
+    const rail = await this.railFor('any');
+    if (typeof rail !== 'string') return rail;
+    const expiresAtMs = this.sale?.expiresAtMs ?? 0;
+    let configuration: Awaited<ReturnType<PaymentActivities['buildPaymentConfiguration']>>;
+    try {
+      configuration = await rails.buildPaymentConfiguration({ saleId: this.input.saleId, gateway: rail, expiresAtMs });
+    } catch (error) {
+      if (!isGiveUp(error)) throw error;
+      throw refusal('SERVICE_UNAVAILABLE', 'The payment could not be prepared; retry', {}, true);
+    }
+    this.openAttempt(rail);
+    await db.recordAttempt({
+      saleId: this.input.saleId,
+      gateway: rail,
+      kind: 'OPEN',
+      providerPaymentId: null,
+      status: 'opened',
+      statusDetail: null,
+      amount: this.sale?.total ?? null,
+      dedupeKey: null,
+      note: null,
+    });
+    return { ok: true as const, configuration };
+  }
+
+  private async openPse() {
+    const rail = await this.railFor('pse');
+    if (typeof rail !== 'string') return rail;
+    this.openAttempt(rail);
+    let preference: { preferenceId: string; redirectUrl: string };
+    try {
+      preference = await gateways.openPsePayment({
+        saleId: this.input.saleId,
+        expiresAtMs: this.sale?.expiresAtMs ?? 0,
+      });
+    } catch (error) {
+      if (!isGiveUp(error)) throw error;
+      throw refusal('PROVIDER_UNAVAILABLE', 'The payment gateway did not answer; retry', {}, true);
+    }
+    await db.recordAttempt({
+      saleId: this.input.saleId,
+      gateway: 'GATEWAY_A',
+      kind: 'PSE',
+      providerPaymentId: preference.preferenceId,
+      status: 'redirected',
+      statusDetail: null,
+      amount: this.sale?.total ?? null,
+      dedupeKey: `pse-open:${preference.preferenceId}`,
+      note: null,
+    });
+    return { ok: true as const, redirectUrl: preference.redirectUrl };
+  }
+
+  /**
+   * Charges a card and answers with what the charge did to the sale. A charge that completes after the window
+   * closed is late money like any other (confirmed if stock remains, else refunded), and the answer says so.
+   */
+  private async chargeCard(request: Parameters<PaymentActivities['chargeCard']>[0]['request']) {
+    const rail = await this.railFor('any');
+    if (typeof rail !== 'string') return rail;
+    if (rail !== 'GATEWAY_A') {
+      return unavailable('gateway_b_only', 'This event pays through gateway B; card tokens are for gateway A');
+    }
+    this.openAttempt(rail);
+    let payment: Awaited<ReturnType<PaymentActivities['chargeCard']>>;
+    try {
+      payment = await gateways.chargeCard({ saleId: this.input.saleId, request });
+    } catch (error) {
+      if (!isGiveUp(error)) throw error;
+      // The charge may have happened without an answer: the gateway is asked about this sale soon.
+      this.owePull();
+      const cause = error.cause instanceof ApplicationFailure ? error.cause : null;
+      if (cause?.nonRetryable) {
+        throw refusal('VALIDATION_FAILED', 'The gateway refused this card payment request', {
+          reason: cause.type ?? 'refused',
+        });
+      }
+      throw refusal('PROVIDER_UNAVAILABLE', 'The payment gateway did not answer; check the order status', {}, true);
+    }
+    await db.recordAttempt({
+      saleId: this.input.saleId,
+      gateway: 'GATEWAY_A',
+      kind: 'CARD',
+      providerPaymentId: payment.id,
+      status: payment.status,
+      statusDetail: payment.statusDetail,
+      amount: payment.amount,
+      dedupeKey: `card:${payment.id}`,
+      note: null,
+    });
+    // The charge's answer goes through the same path as a notification: there is one way to confirm.
+    this.inbox.push({
+      gateway: 'GATEWAY_A',
+      providerPaymentId: payment.id,
+      eventType: 'card_charge',
+      receivedAtMs: Date.now(),
+      dedupeKey: `charge:${payment.id}`,
+    });
+    await condition(() => this.settledPayments.has(payment.id));
+    const refunded = this.givenBack.has(payment.id);
+    return {
+      ok: true as const,
+      paymentId: payment.id,
+      paymentStatus: refunded ? 'refunded' : payment.status,
+      statusDetail: refunded ? 'refunded_by_merchant' : payment.statusDetail,
+      declineCode: payment.status === 'rejected' ? payment.statusDetail : null,
+      saleStatus: PHASE_TO_STATUS[this.phase] ?? 'PENDING',
+    };
+  }
+
+  private async release(reason: ReleaseReason): Promise<ReleaseResult> {
+    this.releaseRequest = reason;
+    await condition(() => this.phase !== 'reserved');
+    return { ok: true, saleStatus: PHASE_TO_STATUS[this.phase] ?? 'ABANDONED' };
+  }
+
+  // ------------------------------------------------------------------------------------------------ state
+
+  /** Reads the phase through a call, so the compiler does not keep a narrowing across awaits. */
+  private now(): CheckoutPhase {
+    return this.phase;
+  }
+
+  private closedUnpaid(): boolean {
+    return this.phase === 'abandoned' || this.phase === 'cancelled';
+  }
+
+  /** The phase, the query and the SaleStatus search attribute follow the sale's status together. */
+  private publish(status: SaleStatus): void {
+    this.phase = STATUS_TO_PHASE[status];
+    upsertSearchAttributes([{ key: SA.saleStatus, value: status }]);
+  }
+
+  private adoptGateway(chosen: Gateway): void {
+    if (this.gateway !== null) return;
+    this.gateway = chosen;
+    upsertSearchAttributes([{ key: SA.gateway, value: chosen }]);
+  }
+
+  private owePull(): void {
+    this.pullOwed = true;
+    this.pullIntervalMs = Math.min(this.pullIntervalMs * 2, MAX_PULL_INTERVAL_MS);
+    this.nextPullAtMs = Date.now() + this.pullIntervalMs;
+  }
+
+  private pullDue(): boolean {
+    return this.nextPullAtMs !== null && Date.now() >= this.nextPullAtMs;
+  }
+
+  private msUntil(deadlineMs: number, nextPullAtMs: number | null): number {
+    const until = nextPullAtMs === null ? deadlineMs : Math.min(deadlineMs, nextPullAtMs);
+    return Math.max(0, until - Date.now());
+  }
+
+  private status(): CheckoutStatus {
+    return {
+      phase: this.phase,
+      saleId: this.input.saleId,
+      reference: this.sale?.reference ?? null,
+      expiresAtMs: this.phase === 'reserved' ? (this.sale?.expiresAtMs ?? null) : null,
+      gateway: this.gateway,
+      lateListeningUntilMs: this.lateListeningUntilMs,
+    };
+  }
+}
