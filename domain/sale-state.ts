@@ -14,14 +14,18 @@
  * | PENDING   | cancel                 | CANCELLED | organizer; gateway-B live status guards (rules 2–4)            |
  * | CONFIRMED | cancel                 | CANCELLED | organizer; only if no ticket was used at the door (rule 1)     |
  * | CONFIRMED | refund                 | REFUNDED  | allowed with used tickets ("use refund instead")               |
- * | ABANDONED | late_payment_confirmed | CONFIRMED | paid during the grace period and the stock could be re-taken   |
- * | ABANDONED | late_payment_refunded  | REFUNDED  | paid during the grace period, stock gone: the money goes back  |
- * | CANCELLED | late_payment_refunded  | REFUNDED  | an organizer's cancel stands: a late payment is always refunded |
+ * | ABANDONED | late_payment_confirmed | CONFIRMED | paid after the close and the stock (and seats) could be re-taken |
+ * | ABANDONED | late_payment_refunded  | ABANDONED | paid after the close, stock gone: the payment goes back         |
+ * | CANCELLED | late_payment_refunded  | CANCELLED | an organizer's cancel stands: a late payment is always refunded |
+ *
+ * A late payment that is refunded leaves the sale as it was: the sale was never sold, so it is not REFUNDED (that
+ * status means a sale that was paid and then given back). The payment's own record carries the refund
+ * (paymentStatus FT_LATE_PAYMENT_REFUNDED and a REFUND payment attempt). The checkout workflow follows this table.
  *
  * Repeating the event that led into a state is accepted and changes nothing (`changed: false`), so a duplicated
  * webhook, a timer racing a release or a double click is harmless: CONFIRMED + payment_approved (gateway re-notifies
- * a confirmed charge), CONFIRMED + late_payment_confirmed, ABANDONED + expire/release, CANCELLED + cancel,
- * REFUNDED + refund/late_payment_refunded. Every other pair is rejected with a typed code; nothing ever returns to
+ * a confirmed charge), CONFIRMED + late_payment_confirmed, ABANDONED + expire/release/late_payment_refunded,
+ * CANCELLED + cancel/late_payment_refunded, REFUNDED + refund/late_payment_refunded. Every other pair is rejected with a typed code; nothing ever returns to
  * PENDING, and REFUNDED is final.
  *
  * Ticket access: VALID → USED by check-in (only while the sale is CONFIRMED); VALID/USED → INVALID when the sale is
@@ -123,9 +127,9 @@ export const SALE_TRANSITIONS: Readonly<Record<SaleOrigin, Readonly<Partial<Reco
     expire: 'ABANDONED',
     release: 'ABANDONED',
     late_payment_confirmed: 'CONFIRMED',
-    late_payment_refunded: 'REFUNDED',
+    late_payment_refunded: 'ABANDONED',
   },
-  CANCELLED: { cancel: 'CANCELLED', late_payment_refunded: 'REFUNDED' },
+  CANCELLED: { cancel: 'CANCELLED', late_payment_refunded: 'CANCELLED' },
   REFUNDED: { refund: 'REFUNDED', late_payment_refunded: 'REFUNDED' },
 };
 

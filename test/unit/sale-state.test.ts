@@ -42,10 +42,10 @@ const ALLOWED: ReadonlyArray<readonly [SaleStatus | null, SaleEventType, SaleSta
   ['CONFIRMED', 'payment_approved', 'CONFIRMED', false],
   ['CONFIRMED', 'late_payment_confirmed', 'CONFIRMED', false],
   ['ABANDONED', 'late_payment_confirmed', 'CONFIRMED', true],
-  ['ABANDONED', 'late_payment_refunded', 'REFUNDED', true],
+  ['ABANDONED', 'late_payment_refunded', 'ABANDONED', false],
   ['ABANDONED', 'expire', 'ABANDONED', false],
   ['ABANDONED', 'release', 'ABANDONED', false],
-  ['CANCELLED', 'late_payment_refunded', 'REFUNDED', true],
+  ['CANCELLED', 'late_payment_refunded', 'CANCELLED', false],
   ['CANCELLED', 'cancel', 'CANCELLED', false],
   ['REFUNDED', 'refund', 'REFUNDED', false],
   ['REFUNDED', 'late_payment_refunded', 'REFUNDED', false],
@@ -114,14 +114,22 @@ describe('sale state machine: named rules of the contract', () => {
     });
   });
 
-  test('a late payment after expiry is confirmed when stock is re-taken, otherwise refunded', () => {
+  test('a late payment after expiry is confirmed when stock is re-taken, otherwise refunded and the sale stays ABANDONED', () => {
     expect(transition('ABANDONED', { type: 'late_payment_confirmed' })).toMatchObject({ to: 'CONFIRMED' });
-    expect(transition('ABANDONED', { type: 'late_payment_refunded' })).toMatchObject({ to: 'REFUNDED' });
+    expect(transition('ABANDONED', { type: 'late_payment_refunded' })).toMatchObject({
+      ok: true,
+      to: 'ABANDONED',
+      changed: false,
+    });
   });
 
-  test('a late payment on an organizer-cancelled sale is refunded, never confirmed (the cancel stands)', () => {
+  test('a late payment on an organizer-cancelled sale is refunded, never confirmed, and the sale stays CANCELLED', () => {
     expect(transition('CANCELLED', { type: 'late_payment_confirmed' })).toMatchObject({ ok: false });
-    expect(transition('CANCELLED', { type: 'late_payment_refunded' })).toMatchObject({ ok: true, to: 'REFUNDED' });
+    expect(transition('CANCELLED', { type: 'late_payment_refunded' })).toMatchObject({
+      ok: true,
+      to: 'CANCELLED',
+      changed: false,
+    });
   });
 
   test('a plain payment notification on an abandoned sale is not a confirmation: the workflow decides late confirm or refund', () => {
