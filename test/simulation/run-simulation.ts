@@ -1,0 +1,418 @@
+/**
+ * Deterministic simulation of the checkout: the real workflow code on a local Temporal server (TestWorkflowEnvironment
+ * with the cached CLI binary), its activities replaced by the seeded fault model of world.ts, and for each case a
+ * random script of what buyers, banks, organizers and gateways do: payments approved, rejected, pending, duplicated,
+ * lost, late or for the wrong amount; releases, cancels, refunds, "check now" requests, gateway outages, seats lost,
+ * and worker restarts (half of the cases run on a worker that keeps no workflow cache, so every step replays the
+ * whole history). After each case: every approved payment is one CONFIRMED sale or a confirmed refund, stock is
+ * conserved, seats follow the sale, tickets are mailed once, and no execution failed.
+ *
+ *   tsx test/simulation/run-simulation.ts [--cases N] [--seed S] [--concurrency C]
+ *
+ * Prints progress on stderr and one JSON summary line on stdout: { cases, seconds, failures: [{ seed, … }] }.
+ * A failing case prints its seed: `--seed <seed> --cases 1` replays exactly that case.
+ */
+
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { type Client, WithStartWorkflowOperation } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { temporalBinary } from '../../scripts/support/temporal.js';
+import type { checkout } from '../../workflows/checkout.js';
+import {
+  type CheckoutInput,
+  chargeCardUpdate,
+  checkoutWorkflowId,
+  checkPaymentSignal,
+  openPaymentUpdate,
+  openPseUpdate,
+  type PaymentNotification,
+  paymentNotificationSignal,
+  releaseUpdate,
+  reserveUpdate,
+  SA,
+  saleStatusChangedSignal,
+} from '../../workflows/definitions.js';
+import { type FaultRates, seededRandom, World } from './world.js';
+
+const { values: options } = parseArgs({
+  options: {
+    cases: { type: 'string', default: process.env.SIM_CASES ?? '1000' },
+    seed: { type: 'string', default: process.env.SIM_SEED ?? '1' },
+    concurrency: { type: 'string', default: process.env.SIM_CONCURRENCY ?? '40' },
+  },
+});
+const CASES = Number(options.cases);
+const FIRST_SEED = Number(options.seed);
+const CONCURRENCY = Number(options.concurrency);
+const QUEUES = { cached: 'simulation-cached', replaying: 'simulation-replaying' } as const;
+
+const worlds = new Map<string, World>();
+const worldOf = (saleId: string): World => {
+  const world = worlds.get(saleId);
+  if (!world) throw new Error(`no simulated world for sale ${saleId}`);
+  return world;
+};
+
+/** The activities the checkout calls, answered by each sale's world (names and shapes as in activities/). */
+const activities = {
+  reserveSale: async (input: { saleId: string; request: Parameters<World['reserveSale']>[1] }) =>
+    worldOf(input.saleId).reserveSale(input.saleId, input.request),
+  readSaleSnapshot: async (saleId: string) => worldOf(saleId).readSaleSnapshot(),
+  confirmSale: async (input: { saleId: string; paymentRef: string | null }) =>
+    worldOf(input.saleId).confirmSale(input.paymentRef),
+  closeUnpaidSale: async (input: { saleId: string; to: 'ABANDONED' | 'CANCELLED' }) =>
+    worldOf(input.saleId).closeUnpaidSale(input.to),
+  confirmLatePayment: async (input: { saleId: string; paymentRef: string | null }) =>
+    worldOf(input.saleId).confirmLatePayment(input.paymentRef),
+  recordPaymentStatus: async () => undefined,
+  recordAttempt: async (input: {
+    saleId: string;
+    kind: string;
+    dedupeKey: string | null;
+    providerPaymentId: string | null;
+  }) => worldOf(input.saleId).recordAttempt(input.kind, input.dedupeKey, input.providerPaymentId),
+  markAttempt: async () => undefined,
+  choosePaymentRail: async (saleId: string) => ({
+    gateway: worldOf(saleId).gateway,
+    gatewayBOnly: false,
+    eligibleForB: true,
+  }),
+  buildPaymentConfiguration: async (input: { saleId: string }) => ({
+    gateway: 'GATEWAY_A' as const,
+    publicKey: 'simulated',
+    amount: 1,
+    currency: 'COP',
+    reference: worldOf(input.saleId).sale?.reference ?? '',
+    payerEmail: 'buyer@simulation.test',
+  }),
+  chargeCard: async (input: { saleId: string; request: { cardToken: string } }) =>
+    worldOf(input.saleId).chargeCard(input.request.cardToken),
+  openPsePayment: async (input: { saleId: string }) => worldOf(input.saleId).openPsePayment(),
+  readPayment: async (input: { saleId: string; notification: PaymentNotification }) =>
+    worldOf(input.saleId).readPayment(input.notification),
+  findSalePayments: async (input: { saleId: string }) => worldOf(input.saleId).findSalePayments(),
+  refundPayment: async (input: { saleId: string; providerPaymentId: string | null }) =>
+    worldOf(input.saleId).refundPayment(input.providerPaymentId),
+  bookSaleSeats: async (input: { saleId: string }) => worldOf(input.saleId).bookSaleSeats(),
+  releaseSaleSeats: async (input: { saleId: string }) => worldOf(input.saleId).releaseSaleSeats(),
+  releaseBookedSeats: async (input: { saleId: string }) => worldOf(input.saleId).releaseBookedSeats(),
+  emailTickets: async (saleId: string) => worldOf(saleId).emailTickets(),
+};
+
+const FAULTS: FaultRates = { gateway: 0.12, lostChargeAnswer: 0.08, database: 0.03, slowRefund: 0.3 };
+
+type Action =
+  | 'card'
+  | 'open'
+  | 'bank_pays'
+  | 'bank_pays_wrong_amount'
+  | 'bank_rejects'
+  | 'release'
+  | 'cancel'
+  | 'check'
+  | 'organizer_refund'
+  | 'gateway_outage'
+  | 'seats_lost'
+  | 'replay_last_notification';
+const ACTIONS: Action[] = [
+  'card',
+  'open',
+  'bank_pays',
+  'bank_pays',
+  'bank_pays_wrong_amount',
+  'bank_rejects',
+  'release',
+  'cancel',
+  'check',
+  'organizer_refund',
+  'gateway_outage',
+  'seats_lost',
+  'replay_last_notification',
+];
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const ignore = () => undefined;
+
+interface CaseResult {
+  seed: number;
+  violations: string[];
+  story: string[];
+}
+
+async function runCase(client: Client, seed: number): Promise<CaseResult> {
+  const random = seededRandom(seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const gateway = random() < 0.6 ? 'GATEWAY_A' : 'GATEWAY_B';
+  const seated = random() < 0.3;
+  const world = new World(seed, gateway, seated, random, FAULTS, 1 + Math.floor(random() * 2));
+  const saleId = `00000000-0000-4000-8000-${String(seed).padStart(12, '0')}`;
+  worlds.set(saleId, world);
+  const workflowId = checkoutWorkflowId(saleId);
+  const taskQueue = seed % 2 === 0 ? QUEUES.cached : QUEUES.replaying;
+  const windowMs = 300 + Math.floor(random() * 600);
+  const input: CheckoutInput = {
+    saleId,
+    latePaymentGraceMs: 150 + Math.floor(random() * 400),
+    paymentPollMs: 80 + Math.floor(random() * 200),
+    refundCheckMs: 40,
+    reserveTimeoutMs: 10_000,
+  };
+  const violations: string[] = [];
+  const runIds = new Set<string>();
+
+  const start = new WithStartWorkflowOperation<typeof checkout>('checkout', {
+    workflowId,
+    taskQueue,
+    args: [input],
+    workflowIdConflictPolicy: 'FAIL',
+  });
+  const reserved = await client.workflow.executeUpdateWithStart(reserveUpdate, {
+    startWorkflowOperation: start,
+    args: [
+      {
+        origin: 'CUSTOMER',
+        channel: 'WEB',
+        pinnedWorkspaceId: null,
+        eventDateId: 'simulated-date',
+        ticketTypeId: 'simulated-type',
+        quantity: 1,
+        seats: seated ? ['A-1'] : null,
+        holdToken: seated ? 'hold-token' : null,
+        discountCode: null,
+        buyerId: null,
+        buyerEmail: 'buyer@simulation.test',
+        buyer: { name: 'Simulated Buyer', phone: null, idType: null, idNumber: null, nitDigit: null },
+        returnUrl: null,
+        confirmImmediately: false,
+        complimentary: false,
+        paymentWindowMs: windowMs,
+      },
+    ],
+  });
+  runIds.add((await (await start.workflowHandle()).describe()).runId);
+  if (!reserved.ok) return { seed, violations: [`reservation refused: ${reserved.reason}`], story: world.log };
+
+  const handle = () => client.workflow.getHandle<typeof checkout>(workflowId);
+  let lastNotification: PaymentNotification | null = null;
+  const notify = async (notification: PaymentNotification) => {
+    lastNotification = notification;
+    const started = await client.workflow.signalWithStart<typeof checkout, [PaymentNotification]>('checkout', {
+      workflowId,
+      taskQueue,
+      args: [{ ...input, resumeAfterClose: true }],
+      signal: paymentNotificationSignal,
+      signalArgs: [notification],
+    });
+    runIds.add(started.signaledRunId);
+  };
+  /** The bank or button settles: the gateway holds the payment; its notification may be lost or duplicated. */
+  const settle = async (outcome: 'approved' | 'rejected', amountOff: number) => {
+    const payment = world.pay(outcome, amountOff);
+    if (!payment) return;
+    const delivery = random();
+    if (delivery < 0.3) {
+      world.note(`notification for ${payment.id} lost`);
+      return;
+    }
+    const notification: PaymentNotification = {
+      gateway,
+      providerPaymentId: payment.id,
+      eventType: gateway === 'GATEWAY_B' ? (outcome === 'approved' ? 'SALE_APPROVED' : 'SALE_REJECTED') : 'payment',
+      receivedAtMs: Date.now(),
+      dedupeKey: `${payment.id}:${payment.status}`,
+    };
+    await notify(notification);
+    if (delivery > 0.85) {
+      await sleep(Math.floor(random() * 300));
+      await notify(notification);
+    }
+  };
+
+  const steps = 1 + Math.floor(random() * 5);
+  const horizonMs = windowMs + (input.latePaymentGraceMs ?? 0) + 300;
+  const script = Array.from({ length: steps }, () => ({ at: Math.floor(random() * horizonMs), action: pick(ACTIONS) }));
+  script.sort((a, b) => a.at - b.at);
+  const began = Date.now();
+  for (const { at, action } of script) {
+    await sleep(Math.max(0, at - (Date.now() - began)));
+    world.note(`${at}ms ${action}`);
+    switch (action) {
+      case 'card':
+        if (gateway !== 'GATEWAY_A') break;
+        await handle()
+          .executeUpdate(chargeCardUpdate, {
+            args: [
+              { cardToken: pick(['APRO', 'APRO', 'OTHE', 'CONT', 'MISM']), paymentMethodId: null, installments: 1 },
+            ],
+          })
+          .catch(ignore);
+        break;
+      case 'open':
+        if (gateway === 'GATEWAY_A' && random() < 0.5) {
+          await handle()
+            .executeUpdate(openPseUpdate, { args: [{ bankCode: null }] })
+            .catch(ignore);
+        } else {
+          await handle().executeUpdate(openPaymentUpdate).catch(ignore);
+        }
+        break;
+      case 'bank_pays':
+      case 'bank_pays_wrong_amount':
+      case 'bank_rejects': {
+        // A buyer pays only after opening a payment; a page left open may still pay after the window.
+        await handle().executeUpdate(openPaymentUpdate).catch(ignore);
+        if (!world.attemptKeys.has('opened:OPEN') && !world.attemptKeys.has('opened:PSE')) break;
+        await settle(
+          action === 'bank_rejects' ? 'rejected' : 'approved',
+          action === 'bank_pays_wrong_amount' ? 500 : 0,
+        );
+        break;
+      }
+      case 'release':
+      case 'cancel':
+        await handle()
+          .executeUpdate(releaseUpdate, {
+            args: [
+              { reason: action === 'cancel' ? 'organizer_cancel' : 'buyer_release', acknowledgeOpenPayment: true },
+            ],
+          })
+          .catch(ignore);
+        break;
+      case 'check':
+        await handle().signal(checkPaymentSignal, { source: 'buyer' }).catch(ignore);
+        break;
+      case 'organizer_refund':
+        if (world.refundSaleOutside()) {
+          await handle().signal(saleStatusChangedSignal, { status: 'REFUNDED', source: 'refund' }).catch(ignore);
+        }
+        break;
+      case 'gateway_outage':
+        world.gatewayDownUntilMs = Date.now() + 200 + Math.floor(random() * 800);
+        break;
+      case 'seats_lost':
+        world.seatsLostToAnotherBuyer = true;
+        break;
+      case 'replay_last_notification':
+        if (lastNotification) await notify(lastNotification);
+        break;
+    }
+  }
+
+  // The reconciler's sweep of recently closed sales: ask the gateway once more for money nobody announced.
+  await sleep(horizonMs - (Date.now() - began) + 200);
+  const swept = await client.workflow.signalWithStart<
+    typeof checkout,
+    [{ source: 'buyer' | 'reconciler' | 'operator' }]
+  >('checkout', {
+    workflowId,
+    taskQueue,
+    args: [{ ...input, resumeAfterClose: true }],
+    signal: checkPaymentSignal,
+    signalArgs: [{ source: 'reconciler' }],
+  });
+  runIds.add(swept.signaledRunId);
+
+  // Every execution of this sale must finish on its own (no terminate), the latest possibly started by late news.
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const latest = handle();
+    const outcome = await Promise.race([
+      latest.result().then(
+        () => 'completed' as const,
+        (error: unknown) =>
+          `failed: ${error instanceof Error ? `${error.message} (${(error.cause as Error | undefined)?.message})` : String(error)}`,
+      ),
+      sleep(Math.max(0, deadline - Date.now())).then(() => 'stuck' as const),
+    ]);
+    if (outcome !== 'completed') {
+      violations.push(`the latest execution ${outcome}`);
+      break;
+    }
+    const described = await latest.describe();
+    runIds.add(described.runId);
+    if (described.status.name === 'COMPLETED') break;
+  }
+  for (const runId of runIds) {
+    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    for (const event of history.events ?? []) {
+      const taskFailure = event.workflowTaskFailedEventAttributes;
+      // The server refuses to complete a run while a new signal waits (UnhandledCommand) and retries the task with
+      // the signal: that is how no signal is lost at completion, not a failure of the workflow.
+      if (taskFailure && taskFailure.failure?.message !== 'UnhandledCommand') {
+        violations.push(`run ${runId}: workflow task failed: ${taskFailure.failure?.message}`);
+      }
+      if (event.workflowExecutionFailedEventAttributes || event.workflowExecutionTimedOutEventAttributes) {
+        violations.push(`run ${runId} failed or timed out`);
+      }
+    }
+  }
+  violations.push(...world.violations());
+  worlds.delete(saleId);
+  return { seed, violations, story: world.log };
+}
+
+// Injected faults make activities fail by the hundred; their warnings would drown the verdict.
+Runtime.install({ logger: new DefaultLogger(process.env.SIM_LOG_LEVEL === 'debug' ? 'DEBUG' : 'ERROR') });
+const env = await TestWorkflowEnvironment.createLocal({
+  server: {
+    executable: { type: 'existing-path', path: temporalBinary() },
+    searchAttributes: Object.values(SA),
+    ui: false,
+  },
+});
+const workflowBundle = await bundleWorkflowCode({
+  workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
+  logger: { log: ignore, trace: ignore, debug: ignore, info: ignore, warn: ignore, error: ignore },
+});
+const workers = await Promise.all([
+  Worker.create({ connection: env.nativeConnection, taskQueue: QUEUES.cached, workflowBundle, activities }),
+  // A cache of two executions among dozens: runs are evicted all the time and replay their whole history on the
+  // next task, as after a worker restart.
+  Worker.create({
+    connection: env.nativeConnection,
+    taskQueue: QUEUES.replaying,
+    workflowBundle,
+    activities,
+    maxCachedWorkflows: 2,
+  }),
+]);
+const running = workers.map((worker) => worker.run());
+
+const startedAt = Date.now();
+const failures: CaseResult[] = [];
+let next = 0;
+let done = 0;
+await Promise.all(
+  Array.from({ length: Math.min(CONCURRENCY, CASES) }, async () => {
+    while (next < CASES) {
+      const seed = FIRST_SEED + next++;
+      let result: CaseResult;
+      try {
+        result = await runCase(env.client, seed);
+      } catch (error) {
+        result = {
+          seed,
+          violations: [`driver error: ${error instanceof Error ? error.message : String(error)}`],
+          story: [],
+        };
+      }
+      if (result.violations.length > 0) {
+        failures.push(result);
+        process.stderr.write(
+          `seed ${seed} FAILED: ${result.violations.join('; ')}\n  story: ${result.story.join(' | ')}\n`,
+        );
+      }
+      done += 1;
+      if (done % 100 === 0) process.stderr.write(`${done}/${CASES} cases explored\n`);
+    }
+  }),
+);
+for (const worker of workers) worker.shutdown();
+await Promise.all(running);
+await env.teardown();
+const seconds = Math.round((Date.now() - startedAt) / 1000);
+process.stderr.write(`explored ${CASES} cases from seed ${FIRST_SEED} in ${seconds}s; ${failures.length} failed\n`);
+console.log(JSON.stringify({ cases: CASES, firstSeed: FIRST_SEED, seconds, failures }));
+process.exit(failures.length === 0 ? 0 : 1);

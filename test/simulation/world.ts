@@ -1,0 +1,392 @@
+/**
+ * The checkout's world in memory, with faults: a gateway that loses answers, goes down and refunds late, a database
+ * that fails transiently, a seat map that can lose a hold to another buyer. The simulation's worker runs the real
+ * checkout workflow against these activities; each case's world is chosen by the sale id, and every fault is drawn
+ * from the case's seeded generator, so a failing seed replays the same story.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import type { SaleSnapshot } from '../../activities/checkout.js';
+import type { PaymentVerdict } from '../../activities/payments.js';
+import type { Gateway, PaymentNotification, ReserveRequest, ReserveResult } from '../../workflows/definitions.js';
+
+/** mulberry32: small, fast and good enough to draw faults and interleavings from a seed. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+export type PaymentState = 'approved' | 'rejected' | 'pending' | 'refunded';
+
+export interface WorldPayment {
+  id: string;
+  gateway: Gateway;
+  reference: string;
+  amount: number;
+  currency: string;
+  status: PaymentState;
+  /** Refund calls that must still fail before the gateway shows the payment refunded (a slow refund). */
+  refundLag: number;
+}
+
+export interface WorldSale {
+  id: string;
+  reference: string;
+  status: 'PENDING' | 'CONFIRMED' | 'ABANDONED' | 'CANCELLED' | 'REFUNDED';
+  quantity: number;
+  total: number;
+  currency: string;
+  expiresAtMs: number;
+  paymentRef: string | null;
+  seated: boolean;
+  /** Units this sale holds out of stock. */
+  held: number;
+  seats: 'free' | 'held' | 'booked';
+  emails: number;
+}
+
+export interface FaultRates {
+  /** Probability that one gateway call fails for good (all retries spent). */
+  gateway: number;
+  /** Probability that a card charge happens at the gateway but its answer is lost. */
+  lostChargeAnswer: number;
+  /** Probability that a database step fails once (retried by the local activity). */
+  database: number;
+  /** Probability that a refund needs a few more calls before the gateway shows it refunded. */
+  slowRefund: number;
+}
+
+export class World {
+  readonly capacity: number;
+  available: number;
+  sale: WorldSale | null = null;
+  readonly payments = new Map<string, WorldPayment>();
+  readonly attemptKeys = new Set<string>();
+  /** Payments with a REFUND attempt recorded: the database's guard against confirming with them. */
+  readonly refundsRecorded = new Set<string>();
+  refundCalls = 0;
+  gatewayDownUntilMs = 0;
+  seatsLostToAnotherBuyer = false;
+  readonly log: string[] = [];
+  #nextPayment = 1;
+
+  constructor(
+    readonly seed: number,
+    readonly gateway: Gateway,
+    readonly seated: boolean,
+    readonly random: () => number,
+    readonly faults: FaultRates,
+    capacity: number,
+  ) {
+    this.capacity = capacity;
+    this.available = capacity;
+  }
+
+  note(line: string): void {
+    this.log.push(line);
+  }
+
+  // ------------------------------------------------------------------------------ the outside world's moves
+
+  /** The buyer pays at the gateway (bank settles a PSE transfer, button approved, card charged). */
+  pay(outcome: PaymentState, amountOff = 0): WorldPayment | null {
+    if (!this.sale) return null;
+    const payment: WorldPayment = {
+      id: `${this.gateway === 'GATEWAY_A' ? 'pa' : 'tb'}-${this.seed}-${this.#nextPayment++}`,
+      gateway: this.gateway,
+      reference: this.sale.reference,
+      amount: this.sale.total + amountOff,
+      currency: this.sale.currency,
+      status: outcome,
+      refundLag: this.random() < this.faults.slowRefund ? 1 + Math.floor(this.random() * 3) : 0,
+    };
+    this.payments.set(payment.id, payment);
+    this.note(`pay ${payment.id} ${outcome}${amountOff ? ` off by ${amountOff}` : ''}`);
+    return payment;
+  }
+
+  /** The organizer's refund workflow gave the sale's money back (its own story, outside the checkout). */
+  refundSaleOutside(): boolean {
+    const sale = this.sale;
+    if (sale?.status !== 'CONFIRMED' || !sale.paymentRef) return false;
+    const payment = this.payments.get(sale.paymentRef);
+    if (payment) payment.status = 'refunded';
+    sale.status = 'REFUNDED';
+    this.available += sale.held;
+    sale.held = 0;
+    if (sale.seats === 'booked') sale.seats = 'free';
+    this.note(`organizer refunded ${sale.paymentRef}`);
+    return true;
+  }
+
+  // ------------------------------------------------------------------------------ fault helpers
+
+  #gatewayCall(what: string): void {
+    if (Date.now() < this.gatewayDownUntilMs || this.random() < this.faults.gateway) {
+      this.note(`gateway fault on ${what}`);
+      throw ApplicationFailure.nonRetryable(`gateway unavailable (${what})`, 'simulated:gateway_down');
+    }
+  }
+
+  #databaseStep(what: string): void {
+    if (this.random() < this.faults.database) {
+      this.note(`database fault on ${what}`);
+      throw new Error(`database connection lost (${what})`);
+    }
+  }
+
+  #verdict(payment: WorldPayment): PaymentVerdict {
+    const sale = this.sale;
+    return {
+      gateway: payment.gateway,
+      outcome: payment.status,
+      providerPaymentId: payment.id,
+      rawStatus: payment.status,
+      statusDetail: null,
+      mismatch: !!sale && (payment.amount !== sale.total || payment.currency !== sale.currency),
+      foreign: !sale || payment.reference !== sale.reference,
+    };
+  }
+
+  #refundRecorded(paymentRef: string | null): boolean {
+    return paymentRef !== null && this.refundsRecorded.has(paymentRef);
+  }
+
+  // ------------------------------------------------------------------------------ activities
+
+  reserveSale(saleId: string, request: ReserveRequest): ReserveResult {
+    this.#databaseStep('reserve');
+    if (!this.sale) {
+      if (this.available < request.quantity) {
+        return { ok: false, code: 'ORDER_REJECTED', reason: 'sold_out', message: 'Sold out' };
+      }
+      this.available -= request.quantity;
+      this.sale = {
+        id: saleId,
+        reference: `FT${String(this.seed).padStart(10, '0')}`,
+        status: 'PENDING',
+        quantity: request.quantity,
+        total: 50_000 * request.quantity,
+        currency: 'COP',
+        expiresAtMs: Date.now() + (request.paymentWindowMs ?? 1000),
+        paymentRef: null,
+        seated: this.seated,
+        held: request.quantity,
+        seats: this.seated ? 'held' : 'free',
+        emails: 0,
+      };
+    }
+    return this.#reserved();
+  }
+
+  #reserved(): ReserveResult & { ok: true } {
+    const sale = this.sale!;
+    return {
+      ok: true,
+      saleId: sale.id,
+      reference: sale.reference,
+      workspaceId: 'simulated-workspace',
+      eventDateId: 'simulated-date',
+      status: sale.status,
+      free: false,
+      total: sale.total,
+      currency: sale.currency,
+      expiresAtMs: sale.status === 'PENDING' ? sale.expiresAtMs : null,
+      seated: sale.seated,
+      paymentRef: sale.paymentRef,
+    };
+  }
+
+  readSaleSnapshot(): SaleSnapshot | null {
+    this.#databaseStep('snapshot');
+    if (!this.sale) return null;
+    return {
+      ...this.#reserved(),
+      seated: this.sale.seated,
+      gateway: this.gateway,
+      attemptOpened: [...this.attemptKeys].some((key) => key.startsWith('opened:')),
+    };
+  }
+
+  confirmSale(paymentRef: string | null) {
+    this.#databaseStep('confirm');
+    const sale = this.sale!;
+    if (this.#refundRecorded(paymentRef)) {
+      return { confirmed: false, status: sale.status, paymentRef: sale.paymentRef, paymentRefunded: true };
+    }
+    if (sale.status === 'PENDING') {
+      sale.status = 'CONFIRMED';
+      sale.paymentRef = paymentRef;
+      this.note(`confirmed by ${paymentRef}`);
+    }
+    return { confirmed: sale.status === 'CONFIRMED', status: sale.status, paymentRef: sale.paymentRef };
+  }
+
+  closeUnpaidSale(to: 'ABANDONED' | 'CANCELLED') {
+    this.#databaseStep('close');
+    const sale = this.sale;
+    if (!sale) return { closed: false, status: null, unitsReturned: 0 };
+    if (sale.status !== 'PENDING') return { closed: false, status: sale.status, unitsReturned: 0 };
+    sale.status = to;
+    const units = sale.held;
+    this.available += units;
+    sale.held = 0;
+    this.note(`closed ${to}`);
+    return { closed: true, status: to, unitsReturned: units };
+  }
+
+  confirmLatePayment(paymentRef: string | null) {
+    this.#databaseStep('late');
+    const sale = this.sale!;
+    if (this.#refundRecorded(paymentRef)) return { outcome: 'payment_refunded' as const, status: sale.status };
+    if (sale.status === 'CONFIRMED') {
+      return { outcome: 'already_confirmed' as const, status: sale.status, paymentRef: sale.paymentRef };
+    }
+    if (sale.status !== 'ABANDONED' || this.available < sale.quantity) {
+      return { outcome: 'needs_refund' as const, status: sale.status };
+    }
+    this.available -= sale.quantity;
+    sale.held = sale.quantity;
+    sale.status = 'CONFIRMED';
+    sale.paymentRef = paymentRef;
+    this.note(`late confirmed by ${paymentRef}`);
+    return { outcome: 'confirmed' as const, status: 'CONFIRMED' as const };
+  }
+
+  recordAttempt(kind: string, dedupeKey: string | null, providerPaymentId: string | null): { duplicate: boolean } {
+    this.#databaseStep('attempt');
+    if (kind === 'REFUND' && providerPaymentId) this.refundsRecorded.add(providerPaymentId);
+    if (kind === 'OPEN' || kind === 'PSE' || kind === 'CARD') this.attemptKeys.add(`opened:${kind}`);
+    if (dedupeKey === null) return { duplicate: false };
+    const duplicate = this.attemptKeys.has(dedupeKey);
+    this.attemptKeys.add(dedupeKey);
+    return { duplicate };
+  }
+
+  chargeCard(token: string) {
+    const lost = this.random() < this.faults.lostChargeAnswer;
+    if (!lost) this.#gatewayCall('charge');
+    const outcome: PaymentState =
+      token === 'APRO' || token === 'MISM' ? 'approved' : token === 'CONT' ? 'pending' : 'rejected';
+    const payment = this.pay(outcome, token === 'MISM' ? 1000 : 0)!;
+    if (lost) {
+      this.note(`charge ${payment.id} answer lost`);
+      throw ApplicationFailure.nonRetryable('the charge answer was lost', 'simulated:lost_answer');
+    }
+    return {
+      id: payment.id,
+      status: payment.status,
+      statusDetail: payment.status === 'rejected' ? 'cc_rejected_other_reason' : null,
+      amount: payment.amount,
+    };
+  }
+
+  openPsePayment() {
+    this.#gatewayCall('pse');
+    return { preferenceId: `pref-${this.seed}`, redirectUrl: `https://gateway.invalid/pse/${this.seed}` };
+  }
+
+  readPayment(notification: PaymentNotification): PaymentVerdict {
+    this.#gatewayCall('read');
+    const named = notification.providerPaymentId ? this.payments.get(notification.providerPaymentId) : undefined;
+    if (named) return this.#verdict(named);
+    const found = this.findSalePayments();
+    return (
+      found.find((verdict) => verdict.outcome === 'approved') ??
+      found.at(-1) ?? {
+        gateway: this.gateway,
+        outcome: 'unknown',
+        providerPaymentId: null,
+        rawStatus: 'not_found',
+        statusDetail: null,
+        mismatch: false,
+        foreign: false,
+      }
+    );
+  }
+
+  findSalePayments(): PaymentVerdict[] {
+    this.#gatewayCall('search');
+    return [...this.payments.values()].map((payment) => this.#verdict(payment));
+  }
+
+  refundPayment(paymentRef: string | null): { status: string; refundId: string | null } {
+    this.#gatewayCall('refund');
+    this.refundCalls += 1;
+    const payment = paymentRef ? this.payments.get(paymentRef) : undefined;
+    if (!payment) throw ApplicationFailure.nonRetryable('unknown payment', 'simulated:unknown_payment');
+    if (payment.refundLag > 0) {
+      payment.refundLag -= 1;
+      return { status: 'in_process', refundId: null };
+    }
+    if (payment.status === 'approved') this.note(`refunded ${payment.id}`);
+    payment.status = 'refunded';
+    return { status: 'approved', refundId: `rf-${payment.id}` };
+  }
+
+  bookSaleSeats(): { ok: boolean; reason: string | null } {
+    const sale = this.sale!;
+    if (!sale.seated) return { ok: true, reason: null };
+    if (this.seatsLostToAnotherBuyer && sale.seats !== 'booked') return { ok: false, reason: 'seat taken' };
+    sale.seats = 'booked';
+    return { ok: true, reason: null };
+  }
+
+  releaseSaleSeats(): void {
+    const sale = this.sale;
+    if (sale?.seated && sale.seats === 'held') sale.seats = 'free';
+  }
+
+  releaseBookedSeats(): { released: number } {
+    const sale = this.sale;
+    if (sale?.seated && sale.seats === 'booked' && sale.status !== 'CONFIRMED') {
+      sale.seats = 'free';
+      return { released: sale.quantity };
+    }
+    return { released: 0 };
+  }
+
+  emailTickets(): { sent: number } {
+    const sale = this.sale;
+    if (sale?.status !== 'CONFIRMED' || sale.emails > 0) return { sent: 0 };
+    sale.emails += 1;
+    return { sent: sale.quantity };
+  }
+
+  // ------------------------------------------------------------------------------ invariants
+
+  /** What must hold once every execution of the case has finished; each broken rule is one line. */
+  violations(): string[] {
+    const broken: string[] = [];
+    const sale = this.sale;
+    for (const payment of this.payments.values()) {
+      if (payment.status !== 'approved') continue;
+      const paidTheSale = sale?.status === 'CONFIRMED' && sale.paymentRef === payment.id;
+      if (!paidTheSale)
+        broken.push(`approved payment ${payment.id} is neither the payment of a CONFIRMED sale nor refunded`);
+    }
+    if (sale?.status === 'CONFIRMED') {
+      const paidWith = sale.paymentRef ? this.payments.get(sale.paymentRef) : undefined;
+      if (paidWith?.status !== 'approved')
+        broken.push(`CONFIRMED sale paid by ${sale.paymentRef}, which is ${paidWith?.status ?? 'unknown'}`);
+    }
+    if (sale?.status === 'PENDING') broken.push('the sale is still PENDING after every execution finished');
+    const held = sale && (sale.status === 'CONFIRMED' || sale.status === 'PENDING') ? sale.quantity : 0;
+    if ((sale?.held ?? 0) !== held) broken.push(`the sale holds ${sale?.held} units in status ${sale?.status}`);
+    if (this.available + held !== this.capacity) {
+      broken.push(`stock not conserved: available ${this.available} + held ${held} ≠ capacity ${this.capacity}`);
+    }
+    if (sale?.seated) {
+      const expected = sale.status === 'CONFIRMED' ? 'booked' : 'free';
+      if (sale.seats !== expected) broken.push(`seats are ${sale.seats} for a ${sale.status} sale`);
+    }
+    if (sale && sale.emails > 1) broken.push(`tickets emailed ${sale.emails} times`);
+    if (sale?.status === 'CONFIRMED' && sale.emails !== 1) broken.push('a CONFIRMED sale never emailed its tickets');
+    return broken;
+  }
+}
