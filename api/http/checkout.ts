@@ -1,15 +1,22 @@
+import { createHash } from 'node:crypto';
 import { type Client, WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
+import { workflowRefusal } from '../../config/workflow-refusals.js';
 import { AppError, type ErrorCode } from '../../domain/errors.js';
 import { newId } from '../../entities/ids.js';
+import { Sale } from '../../entities/index.js';
 import type { checkout } from '../../workflows/checkout.js';
 import {
   checkoutWorkflowId,
+  DATABASE_REJECTED_FAILURE,
   type ReservedSale,
   type ReserveRejection,
   type ReserveRequest,
+  reservedSaleOf,
   reserveUpdate,
 } from '../../workflows/definitions.js';
+import type { IdempotencyKey } from '../plugins/idempotency.js';
 import type { ApiServices } from '../services.js';
+import { refusalError } from './workflow-refusals.js';
 
 const REJECTION_CODES: Record<ReserveRejection['code'], ErrorCode> = {
   NOT_FOUND: 'NOT_FOUND',
@@ -34,40 +41,121 @@ export function rejectionError(rejection: ReserveRejection, publicOrigin: string
   return new AppError(REJECTION_CODES[rejection.code], rejection.message, { details });
 }
 
+/** Which endpoint makes the sale: the same key on two endpoints names two different sales. */
+export type SaleOrigin = 'customer-order' | 'public-order' | 'organizer-sale';
+
+/** How a sale is created: with the request's Idempotency-Key (when it carried one), a retry reaches the same sale. */
+export interface SaleKey {
+  origin: SaleOrigin;
+  idempotencyKey: IdempotencyKey | null;
+}
+
 /**
- * Starts the checkout workflow of a new sale and reserves in the same call (update-with-start): the sale row, its
- * stock and the timer that will release it are created together or not at all.
+ * The sale id of a request, so its checkout (`checkout/<saleId>`) is a business key: with an Idempotency-Key it is
+ * derived from (endpoint, principal, key), so a retry after a lost response, a 5xx or a dead API process reaches the
+ * same sale even when the stored response is gone. It is a UUID (version 8, RFC 9562: the bits are ours) as every
+ * id column expects. Unlike fresh ids it does not sort by creation time.
+ */
+export function saleIdFor(key: SaleKey): string {
+  if (!key.idempotencyKey) return newId();
+  const bytes = createHash('sha256')
+    .update(`sale\n${key.origin}\n${key.idempotencyKey.scope}\n${key.idempotencyKey.key}`)
+    .digest()
+    .subarray(0, 16);
+  bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x80;
+  bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** The buyer and date a keyed request orders for: the sale a key already made must be theirs and for that date. */
+export type SaleOwner = Pick<ReserveRequest, 'buyerId' | 'buyerEmail' | 'eventDateId'>;
+
+/**
+ * The sale an earlier request with the same key made, as the reservation answered it then; null when none exists
+ * yet. A key that made a sale for another buyer or date (same principal, another body, after the stored response
+ * expired or was lost) is refused like any reused key.
+ */
+export async function saleMadeWithKey(
+  services: ApiServices,
+  key: SaleKey,
+  owner: SaleOwner,
+): Promise<ReservedSale | null> {
+  if (!key.idempotencyKey) return null;
+  const sale = await services.orm.em.fork().findOne(Sale, { id: saleIdFor(key) }, { filters: { tenant: false } });
+  if (!sale) return null;
+  if (sale.buyer !== owner.buyerId || sale.buyerEmail !== owner.buyerEmail || sale.eventDate !== owner.eventDateId) {
+    throw new AppError(
+      'IDEMPOTENCY_KEY_REUSED',
+      'This Idempotency-Key was already used with a different request; use a new key for a new request',
+    );
+  }
+  return reservedSaleOf(sale);
+}
+
+/** How long a keyed request waits for the reservation another request with the same key has in flight. */
+const JOIN_WAIT_MS = 60_000;
+const JOIN_POLL_MS = 200;
+
+function reservationFailure(error: WorkflowUpdateFailedError): AppError {
+  const refusal = workflowRefusal(error);
+  if (refusal?.code === DATABASE_REJECTED_FAILURE) {
+    // The data itself is refused (the input validation should have caught it): a retry would fail the same way.
+    return new AppError('VALIDATION_FAILED', 'The order contains characters or values that cannot be stored', {
+      details: { reason: 'unstorable_input' },
+    });
+  }
+  const refused = refusalError(error);
+  if (refused && refused.status < 500) return refused;
+  return new AppError('SERVICE_UNAVAILABLE', 'The reservation could not be completed; retry');
+}
+
+/**
+ * Starts the checkout workflow of a sale and reserves in the same call (update-with-start): the sale row, its stock
+ * and the timer that will release it are created together or not at all.
+ *
+ * Without an Idempotency-Key every call is a new sale. With one, the sale id is derived from it and the start joins
+ * a running execution of that id (`USE_EXISTING`), so a retry lands on the checkout the first request started: the
+ * sale that exists is answered as it is; while the first reservation is still in flight, the workflow refuses a
+ * second one (INVALID_STATE) and this waits for the first to commit.
  */
 export async function reserveThroughCheckout(
   services: ApiServices,
   request: Omit<ReserveRequest, 'paymentWindowMs'>,
+  key: SaleKey = { origin: 'organizer-sale', idempotencyKey: null },
 ): Promise<ReservedSale> {
-  const saleId = newId();
+  const saleId = saleIdFor(key);
+  const keyed = key.idempotencyKey !== null;
+  const owner: SaleOwner = request;
   const client: Client = services.temporal;
-  const start = new WithStartWorkflowOperation<typeof checkout>('checkout', {
-    workflowId: checkoutWorkflowId(saleId),
-    taskQueue: services.env.TEMPORAL_TASK_QUEUE,
-    args: [{ saleId, latePaymentGraceMs: services.env.LATE_PAYMENT_GRACE_MS }],
-    workflowIdConflictPolicy: 'FAIL',
-  });
-  let result: Awaited<
-    ReturnType<
-      typeof client.workflow.executeUpdateWithStart<typeof checkout, ReservedSale | ReserveRejection, [ReserveRequest]>
-    >
-  >;
-  try {
-    result = await client.workflow.executeUpdateWithStart(reserveUpdate, {
-      args: [{ ...request, paymentWindowMs: services.env.PAYMENT_WINDOW_OVERRIDE_MS ?? null }],
-      startWorkflowOperation: start,
+  const deadline = Date.now() + JOIN_WAIT_MS;
+  for (;;) {
+    const earlier = keyed ? await saleMadeWithKey(services, key, owner) : null;
+    if (earlier) return earlier;
+    const start = new WithStartWorkflowOperation<typeof checkout>('checkout', {
+      workflowId: checkoutWorkflowId(saleId),
+      taskQueue: services.env.TEMPORAL_TASK_QUEUE,
+      args: [{ saleId, latePaymentGraceMs: services.env.LATE_PAYMENT_GRACE_MS }],
+      workflowIdConflictPolicy: keyed ? 'USE_EXISTING' : 'FAIL',
     });
-  } catch (error) {
-    if (error instanceof WorkflowUpdateFailedError) {
-      throw new AppError('SERVICE_UNAVAILABLE', 'The reservation could not be completed; retry', {
-        details: { cause: error.cause?.message ?? null },
+    try {
+      const result = await client.workflow.executeUpdateWithStart(reserveUpdate, {
+        args: [{ ...request, paymentWindowMs: services.env.PAYMENT_WINDOW_OVERRIDE_MS ?? null }],
+        startWorkflowOperation: start,
       });
+      if (!result.ok) throw rejectionError(result, services.env.PUBLIC_ORIGIN);
+      return result;
+    } catch (error) {
+      if (!(error instanceof WorkflowUpdateFailedError)) throw error;
+      const joinedAnother = keyed && workflowRefusal(error)?.code === 'INVALID_STATE';
+      if (!joinedAnother) throw reservationFailure(error);
+      if (Date.now() >= deadline) {
+        throw new AppError(
+          'SERVICE_UNAVAILABLE',
+          'The first request with this Idempotency-Key is still reserving; retry',
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, JOIN_POLL_MS));
     }
-    throw error;
   }
-  if (!result.ok) throw rejectionError(result, services.env.PUBLIC_ORIGIN);
-  return result;
 }

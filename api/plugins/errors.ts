@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
-import { AppError, type ErrorCode } from '../../domain/errors.js';
+import { AppError, type ErrorBody, type ErrorCode } from '../../domain/errors.js';
 
 /** Fastify's own error codes, translated to the contract's (part 7) so clients never see a framework message shape. */
 const FASTIFY_CODES: Record<string, { code: ErrorCode; message: string }> = {
@@ -25,12 +25,26 @@ export interface FieldProblem {
   message: string;
 }
 
+/**
+ * The body of a 5xx: the message we wrote and at most the `reason` slug. Other details of a server-side failure
+ * (a provider's or Temporal's error text, SQL) go to the log only: they help an attacker more than a client.
+ */
+function serverErrorBody(error: AppError): ErrorBody {
+  const reason: unknown =
+    typeof error.details === 'object' && error.details !== null ? Reflect.get(error.details, 'reason') : undefined;
+  const body = error.toBody();
+  return { error: { ...body.error, details: typeof reason === 'string' ? { reason } : null } };
+}
+
 /** Exactly one place turns any thrown error into the contract's error body. */
 export const errorsPlugin = fp(
   async (app: FastifyInstance) => {
     app.setErrorHandler((error: FastifyError, request, reply) => {
       if (error instanceof AppError) {
-        if (error.status >= 500) request.log.error({ err: error }, 'request failed');
+        if (error.status >= 500) {
+          request.log.error({ err: error, details: error.details }, 'request failed');
+          return reply.status(error.status).headers(error.headers).send(serverErrorBody(error));
+        }
         return reply.status(error.status).headers(error.headers).send(error.toBody());
       }
       if (hasZodFastifySchemaValidationErrors(error)) {

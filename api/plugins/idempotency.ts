@@ -4,27 +4,47 @@ import fp from 'fastify-plugin';
 import { AppError } from '../../domain/errors.js';
 import { newId } from '../../entities/ids.js';
 import type { ApiServices } from '../services.js';
+import { presentedSessionToken, resolveBuyerSession } from './customer-auth.js';
 
 const KEY_TTL_MS = 24 * 60 * 60 * 1000;
 const WAIT_FOR_FIRST_MS = 30_000;
 const POLL_MS = 100;
+/**
+ * A record still `in_progress` this long after it was claimed belongs to a request whose process died before it
+ * answered (nothing deletes it then): a retry with the same body may take it over instead of being told "still
+ * running" for a day. Longer than any request runs (the reserve wait is a minute).
+ */
+const STALE_IN_PROGRESS_MS = 2 * 60_000;
+
+/** The authenticated principal a request's `Idempotency-Key` belongs to, and the key itself. */
+export interface IdempotencyKey {
+  scope: string;
+  key: string;
+}
 
 declare module 'fastify' {
   interface FastifyRequest {
     idempotency: { recordId: string } | null;
+    /** Set on a POST that carried a valid `Idempotency-Key`; routes derive business ids (a sale id) from it. */
+    idempotencyKey: IdempotencyKey | null;
   }
 }
 
 /**
- * The caller an idempotency key belongs to: the API key, else the buyer session, else the client address.
- * Two callers that pick the same key never see each other's responses.
+ * The principal an idempotency key belongs to, so that two callers who pick the same key never see each other's
+ * responses or reach each other's sales: the buyer of a verified session on customer routes (not the raw token,
+ * which changes at every sign-in, and not the address, which a household shares), the API key on organizer routes,
+ * a buyer session if one is presented on public routes, else the client address.
  */
-function callerScope(request: FastifyRequest): string {
-  if (request.organizer) return `key:${request.organizer.apiKeyId}`;
-  const session = request.headers['x-customer-session'];
-  if (typeof session === 'string' && session !== '') {
-    return `buyer:${createHash('sha256').update(session).digest('hex').slice(0, 40)}`;
+async function callerScope(request: FastifyRequest): Promise<string> {
+  if (request.customer) {
+    const pinned = request.customer.pinnedWorkspaceId;
+    return pinned ? `buyer:${request.customer.buyerId}:ws:${pinned}` : `buyer:${request.customer.buyerId}`;
   }
+  if (request.organizer) return `key:${request.organizer.apiKeyId}`;
+  const token = presentedSessionToken(request);
+  const buyer = token ? await resolveBuyerSession(request, token) : null;
+  if (buyer) return `buyer:${buyer.buyerId}`;
   return `ip:${request.ip}`;
 }
 
@@ -51,12 +71,15 @@ interface StoredRecord {
  * `Idempotency-Key` on any POST (as Stripe and pretix offer): the first request does the work and its response
  * is stored; a retry with the same key and body gets that response again (`Idempotent-Replayed: true`), even
  * while the first is still running; the same key with another body is refused with 422. Responses of 5xx are not
- * stored, so a retry after a server failure does the work again. Keys live 24 hours.
+ * stored, so a retry after a server failure does the work again: work that must still happen once (a checkout)
+ * derives its ids from `request.idempotencyKey`, so the second run reaches what the first one made. Keys live 24
+ * hours, per principal (see callerScope); nothing is replayed before the caller is authenticated.
  */
 export const idempotencyPlugin = fp(
   async (app: FastifyInstance, services: ApiServices) => {
     const db = () => services.orm.em.getConnection();
     app.decorateRequest('idempotency', null);
+    app.decorateRequest('idempotencyKey', null);
 
     async function claim(
       scope: string,
@@ -72,8 +95,18 @@ export const idempotencyPlugin = fp(
            state = 'in_progress', response_status = null, response_body = null,
            created_at = excluded.created_at, expires_at = excluded.expires_at
          where idempotency_records.expires_at <= now()
+            or (idempotency_records.state = 'in_progress' and idempotency_records.created_at <= ?
+                and idempotency_records.request_hash = excluded.request_hash)
          returning id`,
-        [id, scope, key, hash, now, new Date(now.getTime() + KEY_TTL_MS)],
+        [
+          id,
+          scope,
+          key,
+          hash,
+          now,
+          new Date(now.getTime() + KEY_TTL_MS),
+          new Date(now.getTime() - STALE_IN_PROGRESS_MS),
+        ],
       );
       if (inserted.length > 0) return { claimed: id };
       const rows = await db().execute<StoredRecord[]>(
@@ -118,7 +151,8 @@ export const idempotencyPlugin = fp(
           details: { fields: [{ field: 'headers.idempotency-key', message: 'invalid' }] },
         });
       }
-      const scope = callerScope(request);
+      const scope = await callerScope(request);
+      request.idempotencyKey = { scope, key };
       const hash = requestFingerprint(request);
       const outcome = await claim(scope, key, hash);
       if ('claimed' in outcome) {

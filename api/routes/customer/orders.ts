@@ -11,11 +11,13 @@ import {
   openPaymentUpdate,
   openPseUpdate,
   type PaymentUnavailable,
+  type ReservedSale,
   releaseUpdate,
 } from '../../../workflows/definitions.js';
-import { reserveThroughCheckout } from '../../http/checkout.js';
+import { reserveThroughCheckout, type SaleKey, saleMadeWithKey } from '../../http/checkout.js';
 import { dataOf } from '../../http/envelope.js';
 import { enforceRateLimit } from '../../http/limits.js';
+import { askCheckoutToCheckPayment } from '../../http/payment-check.js';
 import { hasAdmittedTurn } from '../../http/queue.js';
 import { customerAccess, publicAccess } from '../../http/route-access.js';
 import {
@@ -28,6 +30,7 @@ import {
   SaleItemSchema,
   TicketSummarySchema,
 } from '../../http/sale-views.js';
+import { refusalError } from '../../http/workflow-refusals.js';
 import { currentCustomer } from '../../plugins/customer-auth.js';
 import type { ApiServices } from '../../services.js';
 import {
@@ -188,6 +191,19 @@ function toCustomerOrder(
   };
 }
 
+/** CustomerOrderCreateResult (contract part 2): a free order is confirmed at once and has nothing left to pay. */
+const toCreateResult = (sale: ReservedSale) =>
+  sale.free
+    ? { free: true, reference: sale.reference, saleId: null, total: null, currency: null, expiresAt: null }
+    : {
+        free: false,
+        reference: sale.reference,
+        saleId: sale.saleId,
+        total: sale.total,
+        currency: sale.currency,
+        expiresAt: sale.expiresAtMs ? new Date(sale.expiresAtMs).toISOString() : null,
+      };
+
 const paymentUnavailable = (result: PaymentUnavailable) =>
   new AppError('PAYMENT_UNAVAILABLE', result.message, { details: { reason: result.reason } });
 
@@ -233,6 +249,8 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
     try {
       return await run(services.temporal.workflow.getHandle(checkoutWorkflowId(saleId)));
     } catch (error) {
+      const refused = refusalError(error);
+      if (refused) throw refused;
       if (error instanceof WorkflowNotFoundError) {
         throw new AppError('PAYMENT_UNAVAILABLE', 'The sale is no longer pending', {
           details: { reason: 'not_pending' },
@@ -264,6 +282,15 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
       const item = body.items[0]!;
       if (!isUuid(body.eventDateId) || !isUuid(item.ticketTypeId))
         throw new AppError('NOT_FOUND', 'Event date or ticket type not found');
+      const saleKey: SaleKey = { origin: 'customer-order', idempotencyKey: request.idempotencyKey };
+      // A retry whose first attempt made the sale (its answer lost) gets that sale, before the purchase-session
+      // checks, which that sale has since consumed.
+      const earlier = await saleMadeWithKey(services, saleKey, {
+        buyerId: customer.buyerId,
+        buyerEmail: customer.email,
+        eventDateId: body.eventDateId,
+      });
+      if (earlier) return reply.status(201).send({ data: toCreateResult(earlier) });
       const returnUrl = acceptedReturnUrl(body.returnUrl, services.env.RETURN_URL_ALLOWED_HOSTS);
       if (!returnUrl) request.log.info({ returnUrlHost: safeHost(body.returnUrl) }, 'returnUrl not allowed; ignored');
       const date = await request.em.findOne(EventDate, { id: body.eventDateId }, { filters: { tenant: false } });
@@ -303,43 +330,36 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
         : false;
       let ordered = false;
       try {
-        const sale = await reserveThroughCheckout(services, {
-          origin: 'CUSTOMER',
-          channel: 'WEB',
-          pinnedWorkspaceId: customer.pinnedWorkspaceId,
-          eventDateId: body.eventDateId,
-          ticketTypeId: item.ticketTypeId,
-          quantity: item.quantity,
-          seats: item.seats ?? null,
-          holdToken: body.holdToken ?? null,
-          discountCode: body.discountCode ?? null,
-          buyerId: customer.buyerId,
-          buyerEmail: customer.email,
-          buyer: {
-            name: body.buyer.name,
-            phone: body.buyer.phone,
-            idType: body.buyer.idType,
-            idNumber: body.buyer.idNumber,
-            nitDigit: body.buyer.nitDigit ?? null,
+        const sale = await reserveThroughCheckout(
+          services,
+          {
+            origin: 'CUSTOMER',
+            channel: 'WEB',
+            pinnedWorkspaceId: customer.pinnedWorkspaceId,
+            eventDateId: body.eventDateId,
+            ticketTypeId: item.ticketTypeId,
+            quantity: item.quantity,
+            seats: item.seats ?? null,
+            holdToken: body.holdToken ?? null,
+            discountCode: body.discountCode ?? null,
+            buyerId: customer.buyerId,
+            buyerEmail: customer.email,
+            buyer: {
+              name: body.buyer.name,
+              phone: body.buyer.phone,
+              idType: body.buyer.idType,
+              idNumber: body.buyer.idNumber,
+              nitDigit: body.buyer.nitDigit ?? null,
+            },
+            returnUrl,
+            confirmImmediately: false,
+            complimentary: false,
+            queueTurnAdmitted,
           },
-          returnUrl,
-          confirmImmediately: false,
-          complimentary: false,
-          queueTurnAdmitted,
-        });
+          saleKey,
+        );
         ordered = seats !== null;
-        return reply.status(201).send({
-          data: sale.free
-            ? { free: true, reference: sale.reference, saleId: null, total: null, currency: null, expiresAt: null }
-            : {
-                free: false,
-                reference: sale.reference,
-                saleId: sale.saleId,
-                total: sale.total,
-                currency: sale.currency,
-                expiresAt: sale.expiresAtMs ? new Date(sale.expiresAtMs).toISOString() : null,
-              },
-        });
+        return reply.status(201).send({ data: toCreateResult(sale) });
       } finally {
         await claim?.finish(ordered);
       }
@@ -392,6 +412,7 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
         await findSaleByIdOrReference(request.em, request.params.id),
         currentCustomer(request),
       );
+      askCheckoutToCheckPayment(services, request.log, sale);
       return {
         data: toCustomerOrder(sale, await loadItems(request.em, sale.id), await loadTickets(request.em, sale.id)),
       };

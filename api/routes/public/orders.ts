@@ -7,6 +7,7 @@ import { EventDate, Sale, TicketType } from '../../../entities/index.js';
 import { checkoutWorkflowId, openPseUpdate, releaseUpdate } from '../../../workflows/definitions.js';
 import { reserveThroughCheckout } from '../../http/checkout.js';
 import { dataOf } from '../../http/envelope.js';
+import { askCheckoutToCheckPayment } from '../../http/payment-check.js';
 import { hasAdmittedTurn } from '../../http/queue.js';
 import { publicAccess } from '../../http/route-access.js';
 import { loadTickets, PublicOrderStatusSchema, publicStatusOf } from '../../http/sale-views.js';
@@ -95,25 +96,30 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
       const date = await request.em.findOne(EventDate, { id: type.eventDate }, { filters: { tenant: false } });
       const queueToken = presentedQueueToken(request.headers) ?? body.queueToken ?? null;
       const queueTurnAdmitted = date?.virtualQueue ? await hasAdmittedTurn(services.redis, date.id, queueToken) : false;
-      const sale = await reserveThroughCheckout(services, {
-        origin: 'PUBLIC',
-        channel: 'WEB',
-        pinnedWorkspaceId: null,
-        eventDateId: type.eventDate,
-        ticketTypeId: type.id,
-        quantity: item.quantity,
-        seats: item.seats ?? null,
-        holdToken: null,
-        discountCode: null,
-        // An order with seats belongs to the buyer account; general admission stays anonymous.
-        buyerId,
-        buyerEmail: body.buyerEmail.toLowerCase(),
-        buyer: { name: body.buyerName, phone: body.buyerPhone ?? null, idType: null, idNumber: null, nitDigit: null },
-        returnUrl: null,
-        confirmImmediately: false,
-        complimentary: false,
-        queueTurnAdmitted,
-      });
+      const sale = await reserveThroughCheckout(
+        services,
+        {
+          origin: 'PUBLIC',
+          channel: 'WEB',
+          pinnedWorkspaceId: null,
+          eventDateId: type.eventDate,
+          ticketTypeId: type.id,
+          quantity: item.quantity,
+          seats: item.seats ?? null,
+          holdToken: null,
+          discountCode: null,
+          // An order with seats belongs to the buyer account; general admission stays anonymous.
+          buyerId,
+          buyerEmail: body.buyerEmail.toLowerCase(),
+          buyer: { name: body.buyerName, phone: body.buyerPhone ?? null, idType: null, idNumber: null, nitDigit: null },
+          returnUrl: null,
+          confirmImmediately: false,
+          complimentary: false,
+          queueTurnAdmitted,
+        },
+        // Anonymous orders are keyed by client address (see plugins/idempotency.ts), orders with seats by buyer.
+        { origin: 'public-order', idempotencyKey: request.idempotencyKey },
+      );
       const handle = services.temporal.workflow.getHandle(checkoutWorkflowId(sale.saleId));
       let checkoutUrl: string;
       try {
@@ -165,6 +171,7 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
         ? await request.em.findOne(Sale, { id: request.params.id }, { filters: { tenant: false } })
         : null;
       if (sale?.origin !== 'PUBLIC') throw new AppError('NOT_FOUND', 'Order not found');
+      askCheckoutToCheckPayment(services, request.log, sale);
       const view = publicStatusOf(sale);
       const tickets = view.status === 'paid' ? await loadTickets(request.em, sale.id) : [];
       return {
