@@ -8,10 +8,17 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { workflowRefusal } from '../config/workflow-refusals.js';
 import type { LivePaymentStatus, SaleStatus } from '../domain/sale-state.js';
 import { newId } from '../entities/ids.js';
 import { releaseStock } from '../entities/stock.js';
-import { checkoutWorkflowId, type Gateway, type ReleaseResult, releaseUpdate } from '../workflows/definitions.js';
+import {
+  checkoutWorkflowId,
+  type Gateway,
+  type ReleaseResult,
+  releaseUpdate,
+  saleStatusChangedSignal,
+} from '../workflows/definitions.js';
 import type { ActivityDeps } from './deps.js';
 import { appendSaleEvent } from './outbox.js';
 import { freeSeatsOfClosedSale } from './seats.js';
@@ -76,6 +83,27 @@ async function recordRefundAttempt(
       input.saleId,
     ],
   );
+}
+
+/**
+ * Tells the sale's checkout that this process moved the sale after the checkout had settled it, so the checkout's
+ * phase, status query and SaleStatus search attribute say what the database says. Sent after the commit and again on
+ * every retry (the checkout treats a repeat as nothing new). A checkout that has finished, or never ran, has no view
+ * left to correct.
+ */
+async function tellCheckout(
+  deps: ActivityDeps,
+  saleId: string,
+  status: SaleStatus,
+  source: 'refund' | 'cancellation',
+): Promise<void> {
+  try {
+    await deps.temporal.workflow
+      .getHandle(checkoutWorkflowId(saleId))
+      .signal(saleStatusChangedSignal, { status, source });
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+  }
 }
 
 export interface CancelInspection {
@@ -183,6 +211,10 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
         if (error instanceof WorkflowNotFoundError) {
           return { ok: false, code: 'INVALID_STATE', message: 'The sale has no running checkout; it is not PENDING' };
         }
+        // The checkout's validator refuses a release once the sale left PENDING (paid first, or already closed): an
+        // answer, not a failure to retry.
+        const refused = workflowRefusal(error);
+        if (refused?.code === 'INVALID_STATE') return { ok: false, code: 'INVALID_STATE', message: refused.message };
         throw error;
       }
     },
@@ -225,8 +257,12 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
         }
         return { ok: true as const, changed: true, status: 'CANCELLED' as const };
       });
-      // After the commit, and on every retry: the seats go back on sale with the stock.
-      if (outcome.ok) await freeSeatsOfClosedSale(deps, input.saleId);
+      // After the commit, and on every retry: the checkout hears of it, and the seats go back on sale with the stock.
+      // The checkout first, so its view does not wait on the seat-map provider.
+      if (outcome.ok) {
+        await tellCheckout(deps, input.saleId, outcome.status, 'cancellation');
+        await freeSeatsOfClosedSale(deps, input.saleId);
+      }
       return outcome;
     },
 
@@ -349,16 +385,21 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
         await recordRefundAttempt(tx, {
           saleId: input.saleId,
           gateway: input.gateway,
-          providerPaymentId: input.refundId ?? input.paymentRef,
+          // Every REFUND attempt names the payment it gives back (the reconciler and the checkout match on it).
+          providerPaymentId: input.paymentRef,
           status: input.gatewayStatus,
           dedupeKey: `refund:${input.saleId}`,
-          note: `refund confirmed by the gateway: ${input.reason}`,
+          note: `refund ${input.refundId ?? '(id not reported)'} confirmed by the gateway: ${input.reason}`,
         });
         await appendSaleEvent(tx, 'sale.refunded', input.saleId, { reason: input.reason });
         return { changed: true, status: 'REFUNDED' as const };
       });
-      // After the commit, and on every retry: the seats go back on sale with the stock.
-      if (outcome.status === 'REFUNDED') await freeSeatsOfClosedSale(deps, input.saleId);
+      // After the commit, and on every retry: the checkout hears of it, and the seats go back on sale with the stock.
+      // The checkout first, so its view does not wait on the seat-map provider.
+      if (outcome.status === 'REFUNDED') {
+        await tellCheckout(deps, input.saleId, 'REFUNDED', 'refund');
+        await freeSeatsOfClosedSale(deps, input.saleId);
+      }
       return outcome;
     },
 

@@ -8,6 +8,7 @@ import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { Context } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { webhookTaskQueue } from '../config/env.js';
 import {
   EVENT_HEADER,
   EVENT_ID_HEADER,
@@ -132,7 +133,8 @@ export function createWebhookActivities(deps: ActivityDeps) {
           try {
             await deps.temporal.workflow.start<typeof webhookDelivery>('webhookDelivery', {
               workflowId: webhookDeliveryWorkflowId(hook.id, event.id),
-              taskQueue: deps.env.TEMPORAL_TASK_QUEUE,
+              // Their own queue and worker: a slow receiver waits in a delivery slot, never in a checkout's.
+              taskQueue: webhookTaskQueue(deps.env),
               args: [input],
               // One delivery per (endpoint, event), ever: a re-dispatch after a crash finds it and moves on.
               workflowIdReusePolicy: 'REJECT_DUPLICATE',

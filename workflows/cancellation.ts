@@ -11,20 +11,24 @@
  *                   └─ CONFIRMED ─┬─ paid through a gateway ──────▶ REFUND_REQUIRED (use POST /sales/{id}/refund)
  *                                 └─ complimentary / box office ──▶ CANCELLED, tickets INVALID, stock back
  *
- * The decision itself is `transition()` of domain/sale-state.ts, the one place the rules live.
+ * Rules 1–4 are decided by `transition()` of domain/sale-state.ts; REFUND_REQUIRED (a gateway-paid sale is refunded,
+ * not cancelled) is this workflow's own rule, which the state table does not know.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { SalesOpsActivities } from '../activities/sales-ops.js';
-import { type LivePaymentStatus, transition } from '../domain/sale-state.js';
-import type { CancellationInput, CancellationResult } from './definitions.js';
+import { isSaleStatus, type LivePaymentStatus, transition } from '../domain/sale-state.js';
+import { type CancellationInput, type CancellationResult, SA } from './definitions.js';
 
+/**
+ * Retried without a cap: a step that gave up would fail the execution between the rule checks and their effects (a
+ * sale cancelled in the database whose seats were never freed at the provider). The steps are idempotent.
+ */
 const steps = proxyActivities<SalesOpsActivities>({
   startToCloseTimeout: '30 seconds',
   retry: {
     initialInterval: '500 milliseconds',
     backoffCoefficient: 2,
-    maximumInterval: '10 seconds',
-    maximumAttempts: 10,
+    maximumInterval: '1 minute',
   },
 });
 /** The live read answers quickly or says "unreadable" itself; one retry covers a lost answer. */
@@ -34,6 +38,18 @@ const liveStatus = proxyActivities<SalesOpsActivities>({
 });
 
 export async function cancellation(input: CancellationInput): Promise<CancellationResult> {
+  const result = await decideAndCancel(input);
+  // The API set SaleStatus to the status it saw at the start; the execution is found by the status it left.
+  if (patched('cancellation-final-sale-status')) {
+    const status = result.ok ? result.saleStatus : result.details.status;
+    if (typeof status === 'string' && isSaleStatus(status)) {
+      upsertSearchAttributes([{ key: SA.saleStatus, value: status }]);
+    }
+  }
+  return result;
+}
+
+async function decideAndCancel(input: CancellationInput): Promise<CancellationResult> {
   const sale = await steps.inspectSaleForCancel(input.saleId);
   if (!sale.found || sale.status === null) {
     return { ok: false, code: 'NOT_FOUND', message: 'Sale not found', details: {} };

@@ -10,10 +10,18 @@
  * finished finds the sale REFUNDED and sends nothing to the gateway. If the gateway refuses for good (a non-retryable
  * answer), the compensation makes the tickets valid again and the sale stays CONFIRMED.
  */
-import { ActivityFailure, ApplicationFailure, proxyActivities, setHandler } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  patched,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import type { SalesOpsActivities } from '../activities/sales-ops.js';
 import type { TicketOpsActivities } from '../activities/ticket-ops.js';
-import { type RefundInput, type RefundPhase, type RefundResult, refundStatusQuery } from './definitions.js';
+import type { SaleStatus } from '../domain/sale-state.js';
+import { type RefundInput, type RefundPhase, type RefundResult, refundStatusQuery, SA } from './definitions.js';
 
 const steps = proxyActivities<SalesOpsActivities>({
   startToCloseTimeout: '30 seconds',
@@ -30,6 +38,14 @@ const mail = proxyActivities<TicketOpsActivities>({
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 10 },
 });
 
+/**
+ * The API set SaleStatus to the status it saw at the start; the execution is found by the status it left. A refused
+ * refund changed nothing, so the start value stands.
+ */
+function recordFinalStatus(status: SaleStatus): void {
+  if (patched('refund-final-sale-status')) upsertSearchAttributes([{ key: SA.saleStatus, value: status }]);
+}
+
 export async function refund(input: RefundInput): Promise<RefundResult> {
   let phase: RefundPhase = 'checking';
   setHandler(refundStatusQuery, () => ({ phase, gatewayAttempts: 0 }));
@@ -41,6 +57,7 @@ export async function refund(input: RefundInput): Promise<RefundResult> {
   }
   if (prepared.state === 'already_refunded') {
     phase = 'done';
+    recordFinalStatus('REFUNDED');
     return {
       ok: true,
       saleStatus: 'REFUNDED',
@@ -65,6 +82,7 @@ export async function refund(input: RefundInput): Promise<RefundResult> {
     const message = cause?.message ?? (error instanceof Error ? error.message : String(error));
     await steps.reinstateTicketsAfterFailedRefund({ saleId: input.saleId, message });
     phase = 'failed';
+    recordFinalStatus('CONFIRMED');
     return {
       ok: false,
       code: 'SALE_NOT_REFUNDABLE',
@@ -83,6 +101,7 @@ export async function refund(input: RefundInput): Promise<RefundResult> {
     reason: input.reason,
   });
   phase = 'done';
+  recordFinalStatus(completed.status);
   if (input.notifyBuyer && completed.changed) {
     try {
       await mail.emailRefundNotice(input.saleId);

@@ -7,14 +7,16 @@
  * (`allow_private_targets`, never settable through the API); the shared worker honours it per endpoint, so every
  * other endpoint keeps the private-address rule at delivery.
  */
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { Providers } from '../../activities/ports.js';
 import { createWebhookActivities } from '../../activities/webhooks.js';
+import { webhookTaskQueue } from '../../config/env.js';
 import { verifyWebhookSignature } from '../../domain/webhook-signature.js';
 import type { HostResolver } from '../../domain/webhook-targets.js';
+import { WEBHOOK_DISPATCHER_WORKFLOW_ID, webhookDeliveryWorkflowId } from '../../workflows/definitions.js';
 import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
 import { eventually, publishEvent } from '../support/purchase.js';
 import { complimentary, payByCard, reserve, sleep } from '../support/sales-ops.js';
@@ -32,6 +34,13 @@ let receiver: Server;
 let base: string;
 const received: Received[] = [];
 const failOnce = new Set<string>();
+/** Requests to /gate/… are held open until the test opens the gate: a receiver as slow as the test needs. */
+const gate = { open: false, held: new Set<ServerResponse>(), maxHeld: 0 };
+function openGate(): void {
+  gate.open = true;
+  for (const response of gate.held) response.writeHead(200).end('ok');
+  gate.held.clear();
+}
 
 beforeAll(async () => {
   api = await startTestApi();
@@ -50,6 +59,13 @@ beforeAll(async () => {
           return;
         }
       }
+      if (path.startsWith('/gate') && !gate.open) {
+        gate.held.add(response);
+        gate.maxHeld = Math.max(gate.maxHeld, gate.held.size);
+        // The delivery gave up waiting (its timeout) and closed the connection: no longer held.
+        response.once('close', () => gate.held.delete(response));
+        return;
+      }
       if (path.startsWith('/always-500')) return void response.writeHead(500).end('down');
       if (path.startsWith('/redirect')) {
         return void response.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/' }).end();
@@ -64,6 +80,7 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 });
 afterAll(async () => {
+  openGate();
   receiver.closeAllConnections();
   await new Promise((resolve) => receiver.close(resolve));
   await onPrem.close();
@@ -255,6 +272,77 @@ describe('retries, failures and pausing', () => {
     );
     expect(row.lastDeliveryStatus).toBe('timeout');
   });
+});
+
+describe('deliveries run apart from checkouts (their own task queue and worker slots)', () => {
+  const outboxEventOf = async (saleId: string) => {
+    const rows = await api.orm.em
+      .fork()
+      .execute<{ id: string }[]>(
+        `select id from outbox_events where payload->>'saleId' = ? and type = 'sale.confirmed'`,
+        [saleId],
+      );
+    return rows[0]!.id;
+  };
+
+  test("a delivery execution and the dispatcher run on the webhooks task queue, not the checkouts' queue", async () => {
+    const organizer = await createOrganizer(api.orm.em.fork());
+    const hook = await register(organizer, '/ok/queue', ['sale.confirmed']);
+    const event = await publishEvent(api, organizer, { capacity: 10 });
+    const sale = await complimentary(api, organizer, event);
+    await eventually(
+      async () => at('/ok/queue'),
+      (list) => list.length >= 1,
+    );
+    const expected = `${api.env.TEMPORAL_TASK_QUEUE}-webhooks`;
+    expect(webhookTaskQueue(api.env)).toBe(expected);
+    const delivery = await api.services.temporal.workflow
+      .getHandle(webhookDeliveryWorkflowId(hook.id, await outboxEventOf(sale.id)))
+      .describe();
+    expect(delivery.taskQueue).toBe(expected);
+    const dispatcher = await api.services.temporal.workflow.getHandle(WEBHOOK_DISPATCHER_WORKFLOW_ID).describe();
+    expect(dispatcher.status.name).toBe('RUNNING');
+    expect(dispatcher.taskQueue).toBe(expected);
+  });
+
+  test("slow endpoints fill at most the webhook worker's slots and a checkout meanwhile confirms at once", async () => {
+    const slots = api.env.WEBHOOK_WORKER_MAX_ACTIVITIES;
+    const slow = await createOrganizer(api.orm.em.fork());
+    const endpoints = slots + 5;
+    for (let i = 0; i < endpoints; i += 1) await register(slow, `/gate/${i}`, ['sale.confirmed']);
+    // The buyer's sale is reserved before the receivers stall; what is timed is its payment.
+    const shop = await createOrganizer(api.orm.em.fork());
+    const shopEvent = await publishEvent(api, shop, { capacity: 10 });
+    const { token, order } = await reserve(api, shopEvent, 'webhook-starvation');
+
+    await complimentary(api, slow, await publishEvent(api, slow, { capacity: 10 }));
+    // Every slot but the dispatcher's long poll is taken by a POST the receiver does not answer.
+    await eventually(
+      async () => gate.held.size,
+      (held) => held >= slots - 1,
+      20_000,
+    );
+    const occupying = new Set(gate.held);
+    const paid = await payByCard(api, token, order.saleId, 'APRO');
+    // The POSTs that filled the slots before the payment started were all still unanswered when it was confirmed:
+    // the checkout never needed one of those slots.
+    const slotsStayedTaken = [...occupying].every((response) => gate.held.has(response));
+    openGate();
+
+    expect(paid.saleStatus).toBe('CONFIRMED');
+    expect(occupying.size).toBeGreaterThanOrEqual(slots - 1);
+    expect(slotsStayedTaken).toBe(true);
+    // More endpoints than slots, yet never more POSTs in flight than the webhook worker's slots.
+    expect(gate.maxHeld).toBeLessThanOrEqual(slots);
+    // Every endpoint is still served once the receivers answer.
+    await eventually(
+      async () =>
+        (await api.request({ method: 'GET', url: '/api/v1/webhooks?limit=100', headers: bearer(slow.key) })).json()
+          .data as Array<{ lastDeliveryStatus: string | null }>,
+      (hooks) => hooks.length === endpoints && hooks.every((hook) => hook.lastDeliveryStatus === '200'),
+      60_000,
+    );
+  }, 120_000);
 });
 
 describe('SSRF at delivery time: the URL is checked again against the address it resolves to then', () => {

@@ -16,6 +16,7 @@ import {
   purchaseSessionQuery,
   purchaseSessionWorkflowId,
   releasePurchaseSessionUpdate,
+  SA,
 } from '../../../workflows/definitions.js';
 import type { purchaseSession } from '../../../workflows/purchase-session.js';
 import { dataOf } from '../../http/envelope.js';
@@ -190,6 +191,8 @@ export const customerPurchaseSessionRoutes: FastifyPluginAsyncZod<{ services: Ap
         workflowId: purchaseSessionWorkflowId(date.workspace, customer.buyerId),
         taskQueue: services.env.TEMPORAL_TASK_QUEUE,
         args: [{ workspaceId: date.workspace, buyerId: customer.buyerId }],
+        // Operators find a buyer's session execution by workspace in the Temporal UI; continue-as-new carries it.
+        typedSearchAttributes: [{ key: SA.workspaceId, value: date.workspace }],
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
       const view = await services.temporal.workflow.executeUpdateWithStart(openPurchaseSessionUpdate, {

@@ -1,15 +1,20 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { SearchAttributePair } from '@temporalio/common';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../domain/errors.js';
 import { isUuid } from '../../../entities/ids.js';
 import { Sale } from '../../../entities/index.js';
+import type { ISale } from '../../../entities/sale.js';
 import type { cancellation } from '../../../workflows/cancellation.js';
 import {
+  type CancellationInput,
   type CancellationResult,
   cancellationWorkflowId,
   type RefundResult,
   refundWorkflowId,
+  SA,
 } from '../../../workflows/definitions.js';
 import type { refund } from '../../../workflows/refund.js';
 import { dataOf } from '../../http/envelope.js';
@@ -65,6 +70,77 @@ async function reloadSale(em: EntityManager, id: string) {
   return em.fork().findOneOrFail(Sale, { id }, { filters: { tenant: false } });
 }
 
+/**
+ * Set when a cancellation or refund execution starts, so an operator finds it in the Temporal UI by the sale; the
+ * workflow overwrites SaleStatus with the status it ends with.
+ */
+const saleSearchAttributes = (sale: ISale): SearchAttributePair[] => [
+  { key: SA.saleReference, value: sale.reference },
+  { key: SA.workspaceId, value: sale.workspace },
+  { key: SA.eventDateId, value: sale.eventDate },
+  { key: SA.saleStatus, value: sale.status },
+];
+
+/** The flags of a cancel request, kept in the execution's memo so a later request can be compared with it. */
+const CANCEL_REQUEST_MEMO = 'cancelRequest';
+type CancelRequest = Pick<CancellationInput, 'acknowledgeOpenPayment' | 'reason'>;
+
+function cancelRequestOf(memo: Record<string, unknown> | undefined): CancelRequest | null {
+  const value = memo?.[CANCEL_REQUEST_MEMO];
+  if (typeof value !== 'object' || value === null) return null;
+  const { acknowledgeOpenPayment, reason } = value as Record<string, unknown>;
+  if (typeof acknowledgeOpenPayment !== 'boolean' || (reason !== null && typeof reason !== 'string')) return null;
+  return { acknowledgeOpenPayment, reason };
+}
+
+/**
+ * Starts the sale's cancellation, or joins the one already running when it was asked with the same flags (a retried
+ * request is idempotent). A running cancellation asked with other flags is refused rather than joined: its answer
+ * was decided under the other flags (an acknowledged open payment, another reason) and would be passed off as the
+ * answer to this request.
+ */
+async function startOrJoinCancellation(services: ApiServices, sale: ISale, request: CancelRequest) {
+  const workflowId = cancellationWorkflowId(sale.id);
+  // Twice at most: a running execution that finishes between the start and the describe is followed by a new start.
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      return await services.temporal.workflow.start<typeof cancellation>('cancellation', {
+        workflowId,
+        taskQueue: services.env.TEMPORAL_TASK_QUEUE,
+        args: [{ saleId: sale.id, ...request }],
+        memo: { [CANCEL_REQUEST_MEMO]: request },
+        typedSearchAttributes: saleSearchAttributes(sale),
+        workflowIdConflictPolicy: 'FAIL',
+        // No execution timeout: the steps retry until they succeed (a provider outage must not fail the cancel),
+        // so no bound is long enough, and a timed-out cancel could stop between its checks and its effects.
+      });
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    }
+    const running = await services.temporal.workflow.getHandle(workflowId).describe();
+    if (running.status.name !== 'RUNNING' && attempt === 0) continue;
+    const runningRequest = cancelRequestOf(running.memo);
+    // Executions started before the memo existed cannot be compared; they are joined as before.
+    if (
+      runningRequest &&
+      (runningRequest.acknowledgeOpenPayment !== request.acknowledgeOpenPayment ||
+        runningRequest.reason !== request.reason)
+    ) {
+      throw new AppError('INVALID_STATE', 'A cancellation of this sale with other options is still running', {
+        retryable: true,
+        details: {
+          reason: 'cancellation_in_progress',
+          runningRequest: {
+            acknowledge_open_payment: runningRequest.acknowledgeOpenPayment,
+            reason: runningRequest.reason,
+          },
+        },
+      });
+    }
+    return services.temporal.workflow.getHandle<typeof cancellation>(workflowId, running.runId);
+  }
+}
+
 export const salesOpsRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
   app.post(
     '/sales/:id/cancel',
@@ -77,7 +153,9 @@ export const salesOpsRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = 
           'Runs the cancellation workflow `cancellation/<saleId>`. A PENDING sale is cancelled through its checkout, so a ' +
           'cancel racing a payment ends in one outcome. A CONFIRMED sale paid through a gateway needs a refund instead ' +
           '(409 REFUND_REQUIRED); complimentary and box-office sales are cancelled directly. Repeating a successful ' +
-          'cancel answers 200 again.',
+          'cancel answers 200 again. A repeat while the first is still running joins it when its options are the ' +
+          'same; with other options (acknowledge_open_payment, reason) it is 409 INVALID_STATE, details.reason ' +
+          'cancellation_in_progress, details.runningRequest the running options.',
         params: IdParamSchema,
         body: CancelBody,
         response: { 200: dataOf(SaleSchema) },
@@ -86,19 +164,11 @@ export const salesOpsRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = 
     async (request) => {
       const sale = await findSale(request.em, request.params.id);
       const body = request.body ?? {};
-      const result: CancellationResult = await services.temporal.workflow.execute<typeof cancellation>('cancellation', {
-        workflowId: cancellationWorkflowId(sale.id),
-        taskQueue: services.env.TEMPORAL_TASK_QUEUE,
-        args: [
-          {
-            saleId: sale.id,
-            acknowledgeOpenPayment: body.acknowledge_open_payment === true,
-            reason: body.reason ?? null,
-          },
-        ],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        workflowExecutionTimeout: '5 minutes',
+      const handle = await startOrJoinCancellation(services, sale, {
+        acknowledgeOpenPayment: body.acknowledge_open_payment === true,
+        reason: body.reason ?? null,
       });
+      const result: CancellationResult = await handle.result();
       if (!result.ok) throw new AppError(result.code, result.message, { details: result.details });
       return { data: toSale(await reloadSale(request.em, sale.id)) };
     },
@@ -128,6 +198,7 @@ export const salesOpsRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = 
         workflowId: refundWorkflowId(sale.id),
         taskQueue: services.env.TEMPORAL_TASK_QUEUE,
         args: [{ saleId: sale.id, reason: body.reason, force: body.force, notifyBuyer: body.notifyBuyer }],
+        typedSearchAttributes: saleSearchAttributes(sale),
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
       let timer: NodeJS.Timeout | undefined;
