@@ -2,16 +2,14 @@
  * Replay tests: workflow code must stay deterministic for executions already in flight. The committed histories in
  * test/replay/histories/ were recorded from real runs; every one must replay against today's workflow code, so a
  * change that would break running checkouts fails here first. Fresh executions of the same flows are replayed too,
- * and `RECORD_WORKFLOW_HISTORIES=1 npm test -- test/replay` rewrites the committed files after a deliberate,
- * versioned change (patched with `patched()` so old histories keep replaying).
+ * and `RECORD_WORKFLOW_HISTORIES=1 npm test -- test/replay -t '<scenario>'` adds their histories as NEW committed
+ * files after a deliberate, versioned change (patched with `patched()` so old histories keep replaying); the recorder
+ * refuses to overwrite an existing fixture (recorder.ts).
  */
 
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { temporalBinary } from '../../scripts/support/temporal.js';
 import { checkoutWorkflowId } from '../../workflows/definitions.js';
 import { createOrganizer } from '../support/fixtures.js';
 import {
@@ -26,31 +24,9 @@ import {
   signInBuyer,
 } from '../support/purchase.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
+import { HISTORIES, replayHistories, showHistory, writeHistory } from './recorder.js';
 
-const HISTORIES = fileURLToPath(new URL('./histories', import.meta.url));
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-/**
- * Replays in a child process: the replay worker loads Temporal's native core, which must not share jest's module
- * registry. The same script serves operators checking a production history before a deploy.
- */
-function replay(files: string[]): Array<{ file: string; ok: boolean; error?: string }> {
-  let output: string;
-  try {
-    output = execFileSync(process.execPath, ['--import', 'tsx', 'scripts/replay-histories.ts', ...files], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      env: { ...process.env, NODE_OPTIONS: '' },
-    });
-  } catch (error) {
-    output = String((error as { stdout?: string }).stdout ?? '');
-  }
-  return output
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line));
-}
+const replay = replayHistories;
 
 describe('committed histories replay against the current workflow code', () => {
   const files = readdirSync(HISTORIES).filter((file) => file.endsWith('.json'));
@@ -79,24 +55,7 @@ describe('fresh executions replay deterministically', () => {
 
   /** The execution's history in the standard JSON form (as the Temporal CLI and UI export it). */
   function history(target: TestApi, saleId: string, name: string): string {
-    const json = execFileSync(
-      temporalBinary(),
-      [
-        'workflow',
-        'show',
-        '--workflow-id',
-        checkoutWorkflowId(saleId),
-        '--address',
-        target.env.TEMPORAL_ADDRESS,
-        '--output',
-        'json',
-      ],
-      { encoding: 'utf8' },
-    );
-    const file =
-      process.env.RECORD_WORKFLOW_HISTORIES === '1' ? join(HISTORIES, `${name}.json`) : join(scratch, `${name}.json`);
-    writeFileSync(file, json);
-    return file;
+    return writeHistory(showHistory(target.env.TEMPORAL_ADDRESS, checkoutWorkflowId(saleId)), name, scratch);
   }
 
   test('card approved, free order and expired reservation', async () => {
@@ -181,5 +140,90 @@ describe('fresh executions replay deterministically', () => {
     );
     const recorded = history(api, sale.saleId, 'checkout-second-charge-refunded');
     expect(replay([recorded]).map((result) => result.ok)).toEqual([true]);
+  }, 120_000);
+
+  // ---------------------------------------------------------------- late money (checkout v2)
+
+  const settleAtBank = (target: TestApi, reference: string) =>
+    fetch(`${target.env.SANDBOX_URL}/control/gateway-a/pse/settle`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ reference, outcome: 'approved' }),
+    });
+
+  /** A reserved sale whose buyer went through the bank page, so its transfer can settle whenever the test says. */
+  async function transferOpened(target: TestApi, event: Awaited<ReturnType<typeof publishEvent>>, label: string) {
+    const token = await signInBuyer(target, `replay-${label}-${Math.random().toString(36).slice(2, 8)}@buyers.test`);
+    const sale = (await reserveOrder(target, token, orderBody(event))).json().data;
+    const pse = await target.request({
+      method: 'POST',
+      url: `/api/v1/customer/orders/${sale.saleId}/payment/pse`,
+      headers: session(token),
+    });
+    await confirmAtBank(pse.json().data.redirectUrl, `${label}@example.test`);
+    return { token, sale };
+  }
+
+  test('late money: confirmed when the stock is still there, refunded when it was sold', async () => {
+    const organizer = await createOrganizer(shortApi.orm.em.fork());
+    const roomy = await publishEvent(shortApi, organizer);
+    const late = await transferOpened(shortApi, roomy, 'late-confirmed');
+    await eventually(
+      () => customerOrder(shortApi, late.token, late.sale.saleId),
+      (o) => o.status === 'ABANDONED',
+    );
+    await settleAtBank(shortApi, late.sale.reference);
+    await eventually(
+      () => customerOrder(shortApi, late.token, late.sale.saleId),
+      (o) => o.status === 'CONFIRMED',
+      20_000,
+    );
+
+    const scarce = await publishEvent(shortApi, organizer, { capacity: 1 });
+    const loser = await transferOpened(shortApi, scarce, 'late-refunded');
+    await eventually(
+      () => customerOrder(shortApi, loser.token, loser.sale.saleId),
+      (o) => o.status === 'ABANDONED',
+    );
+    const winnerToken = await signInBuyer(
+      shortApi,
+      `replay-winner-${Math.random().toString(36).slice(2, 8)}@buyers.test`,
+    );
+    expect((await reserveOrder(shortApi, winnerToken, orderBody(scarce))).statusCode).toBe(201);
+    await settleAtBank(shortApi, loser.sale.reference);
+    await eventually(
+      () => customerOrder(shortApi, loser.token, loser.sale.saleId),
+      (o) => o.paymentStatus === 'FT_LATE_PAYMENT_REFUNDED',
+      30_000,
+    );
+    const recorded = [
+      history(shortApi, late.sale.saleId, 'checkout-late-payment-confirmed'),
+      history(shortApi, loser.sale.saleId, 'checkout-late-payment-refunded'),
+    ];
+    expect(replay(recorded).map((result) => result.ok)).toEqual([true, true]);
+  }, 120_000);
+
+  test('money after the execution finished starts a resolution run that confirms the sale', async () => {
+    const graceApi = await startTestApi({ PAYMENT_WINDOW_OVERRIDE_MS: '2000', LATE_PAYMENT_GRACE_MS: '500' });
+    try {
+      const organizer = await createOrganizer(graceApi.orm.em.fork());
+      const event = await publishEvent(graceApi, organizer);
+      const { token, sale } = await transferOpened(graceApi, event, 'resumed');
+      const handle = graceApi.services.temporal.workflow.getHandle(checkoutWorkflowId(sale.saleId));
+      const first = await handle.describe();
+      await handle.result();
+      await settleAtBank(graceApi, sale.reference);
+      await eventually(
+        () => customerOrder(graceApi, token, sale.saleId),
+        (o) => o.status === 'CONFIRMED',
+        20_000,
+      );
+      const resumed = await graceApi.services.temporal.workflow.getHandle(checkoutWorkflowId(sale.saleId)).describe();
+      expect(resumed.runId).not.toBe(first.runId);
+      const recorded = history(graceApi, sale.saleId, 'checkout-resumed-run-confirmed');
+      expect(replay([recorded]).map((result) => result.ok)).toEqual([true]);
+    } finally {
+      await graceApi.close();
+    }
   }, 120_000);
 });
