@@ -93,6 +93,9 @@ export async function startFaultStack(name: string, options: FaultStackOptions):
     PAYMENT_WINDOW_OVERRIDE_MS: String(options.paymentWindowMs),
     // A closed sale keeps listening for late money for a while; long enough for this test's late payments.
     LATE_PAYMENT_GRACE_MS: String(5 * 60_000),
+    // A fault stack's worker (own task queue) must not point the run's reconciler Schedule at its queue, which dies
+    // with it; disabled, it pauses the Schedule for the rest of the run (the fault tests do not rely on it).
+    RECONCILER_ENABLED: 'false',
     DATABASE_POOL_MAX: '5',
     ...(options.ownTemporal ? { TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}` } : {}),
   };
