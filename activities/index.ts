@@ -3,6 +3,7 @@ import { createCheckoutActivities } from './checkout.js';
 import type { ActivityDeps } from './deps.js';
 import { createHealthActivities } from './health.js';
 import { createPaymentActivities } from './payments.js';
+import { createReconcilerActivities } from './reconciler.js';
 import { createSalesOpsActivities } from './sales-ops.js';
 import { createSeatActivities } from './seats.js';
 import { createTicketOpsActivities } from './ticket-ops.js';
@@ -16,6 +17,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createBuyerAuthActivities(deps),
     ...createCheckoutActivities(deps),
     ...createPaymentActivities(deps),
+    ...createReconcilerActivities(deps),
     ...createTicketActivities(deps),
     ...createSalesOpsActivities(deps),
     ...createSeatActivities(deps),

@@ -4,11 +4,13 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { REDACTED_PATHS } from '../config/logger.js';
 import { authPlugin } from './plugins/auth.js';
+import { controlCharactersPlugin } from './plugins/control-characters.js';
 import { customerAuthPlugin } from './plugins/customer-auth.js';
 import { errorsPlugin } from './plugins/errors.js';
 import { idempotencyPlugin } from './plugins/idempotency.js';
 import { registerOpenApi } from './plugins/openapi.js';
 import { publicRateLimitPlugin } from './plugins/rate-limit.js';
+import { codecRoutes } from './routes/codec.js';
 import { healthRoutes } from './routes/health.js';
 import { publicRoutes } from './routes/public/index.js';
 import { organizerRoutes } from './routes/v1/index.js';
@@ -51,6 +53,7 @@ export async function buildApp(
   });
 
   await app.register(errorsPlugin);
+  await app.register(controlCharactersPlugin);
   await app.register(cookie);
   await app.register(authPlugin, services);
   await app.register(customerAuthPlugin);
@@ -58,6 +61,8 @@ export async function buildApp(
 
   await app.register(healthRoutes, services);
   await app.register(wellKnownRoutes, services);
+  // Outside /api and the OpenAPI documents: the Temporal codec endpoint for operators (buyer data in histories).
+  await app.register(codecRoutes, services);
 
   await app.register(async (v1) => {
     await registerOpenApi(v1, {

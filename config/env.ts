@@ -35,6 +35,20 @@ const EnvSchema = z.object({
   /** 32-byte key (hex or base64) that encrypts stored signing secrets. Dev default is public on purpose. */
   SECRETS_ENCRYPTION_KEY: z.string().default('6465762d6f6e6c792d6b65792d646f2d6e6f742d7573652d696e2d70726f6421'),
   /**
+   * Keys of the payload codec that encrypts workflow payloads (buyer data in Temporal histories, config/payload-codec.ts):
+   * `<id>:<base64 32-byte key>` pairs, comma separated. New payloads use PAYLOAD_CODEC_ACTIVE_KEY; each payload names
+   * its key id, so a retired key stays listed while retained histories use it. Dev default is public on purpose.
+   */
+  PAYLOAD_CODEC_KEYS: z.string().default('dev-1:ZGV2LW9ubHktY29kZWMta2V5LW5vdC1mb3ItcHJvZCE='),
+  PAYLOAD_CODEC_ACTIVE_KEY: z.string().default('dev-1'),
+  /**
+   * Bearer token of the operators who decode payloads through the codec endpoint (`/codec/decode`, used by the
+   * Temporal UI and CLI). Unset: the endpoint refuses every call.
+   */
+  CODEC_OPERATOR_TOKEN: z.preprocess((value) => (value === '' ? undefined : value), z.string().min(32).optional()),
+  /** Browser origins of the Temporal UI allowed to call the codec endpoint with credentials (CORS), comma separated. */
+  CODEC_CORS_ORIGINS: z.string().default('http://127.0.0.1:8233,http://localhost:8233'),
+  /**
    * Which proxies may set X-Forwarded-For (the client address the rate limits count): `loopback` by default; set the
    * load balancer's addresses or hop count in production. Trusting every sender would let clients dodge limits.
    */
@@ -94,6 +108,25 @@ const EnvSchema = z.object({
     .default(10 * 60_000),
   /** A receiver must answer 2xx within this time (contract part 6: 5 seconds). */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
+  /**
+   * Task queue of webhook deliveries and the outbox dispatcher, served by a worker of its own so that slow receivers
+   * can never hold the slots checkouts need. Default `<TEMPORAL_TASK_QUEUE>-webhooks` (see webhookTaskQueue).
+   */
+  TEMPORAL_WEBHOOK_TASK_QUEUE: z.string().min(1).optional(),
+  /**
+   * Slots of that worker: delivery attempts (each may wait WEBHOOK_TIMEOUT_MS on a receiver) and workflow tasks. At
+   * least 2 activities: the dispatcher's long poll always holds one.
+   */
+  WEBHOOK_WORKER_MAX_ACTIVITIES: z.coerce.number().int().min(2).default(20),
+  WEBHOOK_WORKER_MAX_WORKFLOW_TASKS: z.coerce.number().int().min(2).default(10),
+  // ---------------------------------------------------------------- reconciler (workflows/reconciler.ts)
+  /**
+   * Whether workers keep the `reconciler` Schedule running. `false` pauses it (with a note saying so) instead of
+   * deleting it, so switching it back on resumes the same Schedule and its history.
+   */
+  RECONCILER_ENABLED: z.stringbool().default(true),
+  /** Seconds between reconciler runs; a run still going when the next is due makes that one skip. */
+  RECONCILER_INTERVAL_SECONDS: z.coerce.number().int().min(10).default(60),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -111,6 +144,10 @@ export function loadEnv(source: NodeJS.ProcessEnv = process.env): Env {
   }
   return parsed.data;
 }
+
+/** The task queue of webhook deliveries and the dispatcher (TEMPORAL_WEBHOOK_TASK_QUEUE, by default derived). */
+export const webhookTaskQueue = (env: Pick<Env, 'TEMPORAL_TASK_QUEUE' | 'TEMPORAL_WEBHOOK_TASK_QUEUE'>): string =>
+  env.TEMPORAL_WEBHOOK_TASK_QUEUE ?? `${env.TEMPORAL_TASK_QUEUE}-webhooks`;
 
 /** Where each external provider lives: its configured URL, or the sandbox's stand-in. */
 export function providerUrls(env: Env): { gatewayA: string; gatewayB: string; seatMap: string } {

@@ -8,16 +8,21 @@ import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
-import { loadEnv } from '../config/env.js';
+import { createWebhookActivities } from '../activities/webhooks.js';
+import { loadEnv, webhookTaskQueue } from '../config/env.js';
 import { createLogger } from '../config/logger.js';
+import { temporalDataConverter } from '../config/payload-codec.js';
 import { createRedis } from '../config/redis.js';
 import { initOrm } from '../entities/orm.js';
 import { createProviders } from './providers.js';
+import { ensureReconcilerSchedule } from './schedules.js';
 import { ensureSearchAttributes } from './search-attributes.js';
 import { startWebhookDispatcher } from './webhook-dispatcher.js';
 
 const env = loadEnv();
 const logger = createLogger({ name: 'worker', level: env.LOG_LEVEL });
+/** Encrypts buyer data in workflow histories; every Client and Worker of this process uses it. */
+const dataConverter = temporalDataConverter(env);
 
 Runtime.install({ shutdownSignals: ['SIGINT', 'SIGTERM'] });
 
@@ -31,7 +36,8 @@ await operator.close();
 
 // A client for activities that drive other executions (organizer cancel → checkout update, webhook fan-out).
 const clientConnection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
-const temporal = new Client({ connection: clientConnection, namespace: env.TEMPORAL_NAMESPACE });
+const temporal = new Client({ connection: clientConnection, namespace: env.TEMPORAL_NAMESPACE, dataConverter });
+await ensureReconcilerSchedule(temporal, env);
 
 /** The workflow bundle, built in a child process so that webpack's peak memory is not the worker's (see the script). */
 async function buildWorkflowBundle(): Promise<string> {
@@ -54,16 +60,47 @@ const worker = await Worker.create({
   connection,
   namespace: env.TEMPORAL_NAMESPACE,
   taskQueue: env.TEMPORAL_TASK_QUEUE,
+  dataConverter,
   workflowBundle: { code: workflowCode },
   activities: createActivities({ env, orm, redis, providers, temporal }),
   shutdownGraceTime: '10 seconds',
   maxCachedWorkflows: env.WORKER_MAX_CACHED_WORKFLOWS,
 });
+// Webhook deliveries and the dispatcher on their own queue and slots: however slow third-party receivers are, they
+// fill these slots, never the checkouts'. The main worker keeps the webhook activities for deliveries started on its
+// queue before they had their own.
+const webhookWorker = await Worker.create({
+  connection,
+  namespace: env.TEMPORAL_NAMESPACE,
+  taskQueue: webhookTaskQueue(env),
+  dataConverter,
+  workflowBundle: { code: workflowCode },
+  activities: createWebhookActivities({ env, orm, redis, providers, temporal }),
+  shutdownGraceTime: '10 seconds',
+  maxConcurrentActivityTaskExecutions: env.WEBHOOK_WORKER_MAX_ACTIVITIES,
+  maxConcurrentWorkflowTaskExecutions: env.WEBHOOK_WORKER_MAX_WORKFLOW_TASKS,
+  maxCachedWorkflows: Math.max(env.WORKER_MAX_CACHED_WORKFLOWS, env.WEBHOOK_WORKER_MAX_WORKFLOW_TASKS),
+});
 
-logger.info({ taskQueue: env.TEMPORAL_TASK_QUEUE, namespace: env.TEMPORAL_NAMESPACE }, 'worker started');
+/** The workers stop together: one that fails shuts the other down, so the process exits and is restarted whole. */
+async function runWorkers(workers: Worker[]): Promise<void> {
+  const runs = workers.map((each) => each.run());
+  try {
+    await Promise.all(runs);
+  } catch (error) {
+    for (const each of workers) if (each.getState() === 'RUNNING') each.shutdown();
+    await Promise.allSettled(runs);
+    throw error;
+  }
+}
+
+logger.info(
+  { taskQueue: env.TEMPORAL_TASK_QUEUE, webhookTaskQueue: webhookTaskQueue(env), namespace: env.TEMPORAL_NAMESPACE },
+  'worker started',
+);
 await startWebhookDispatcher(temporal, env);
 try {
-  await worker.run();
+  await runWorkers([worker, webhookWorker]);
 } finally {
   await connection.close();
   await clientConnection.close();

@@ -42,6 +42,13 @@ export interface CheckoutInput {
   /** How long to wait for the reserve update before giving up on an execution that was started by mistake. */
   reserveTimeoutMs?: number;
   /**
+   * First interval of the pull schedule: while a payment attempt is open the checkout asks the gateway for the
+   * sale's payments this often, doubling up to five minutes. Default 30 s.
+   */
+  paymentPollMs?: number;
+  /** First wait before re-reading a payment being refunded, doubling up to ten minutes. Default 5 s. */
+  refundCheckMs?: number;
+  /**
    * Started again by a gateway notification after this sale's first execution had closed (signal-with-start):
    * the run reads the sale's state instead of waiting for a reservation, then handles the payment.
    */
@@ -119,7 +126,40 @@ export interface ReservedSale {
 
 export type ReserveResult = ReservedSale | ReserveRejection;
 
+/** The reservation as the reserve step answers it, from the sale's row; pure, so the API and activities share it. */
+export function reservedSaleOf(sale: {
+  id: string;
+  reference: string;
+  workspace: string;
+  eventDate: string;
+  status: SaleStatus;
+  total: number;
+  currency: string;
+  expiresAt?: Date | null;
+  paymentRef?: string | null;
+}): ReservedSale {
+  return {
+    ok: true,
+    saleId: sale.id,
+    reference: sale.reference,
+    workspaceId: sale.workspace,
+    eventDateId: sale.eventDate,
+    status: sale.status,
+    free: sale.total === 0 && sale.status === 'CONFIRMED',
+    total: sale.total,
+    currency: sale.currency,
+    expiresAtMs: sale.status === 'PENDING' && sale.expiresAt ? sale.expiresAt.getTime() : null,
+    paymentRef: sale.paymentRef ?? null,
+  };
+}
+
 export const reserveUpdate = defineUpdate<ReserveResult, [ReserveRequest]>('reserve');
+
+/**
+ * Failure type of a step whose data the database refuses whatever the number of tries (a NUL byte, a value out of
+ * range, a check violation; see activities/db-errors.ts). The API answers it with 422, not 503.
+ */
+export const DATABASE_REJECTED_FAILURE = 'DatabaseRejected';
 
 export type PaymentConfiguration =
   | { gateway: 'GATEWAY_A'; publicKey: string; amount: number; currency: string; reference: string; payerEmail: string }
@@ -324,6 +364,13 @@ export interface WebhookDispatcherInput {
   pollWindowMs: number;
 }
 
+/**
+ * Moves the running dispatcher to another task queue: it continues as new there after its current poll. A worker
+ * sends it at start-up when it finds the dispatcher on a queue other than the webhooks queue it serves (a dispatcher
+ * started before deliveries had a queue of their own, or after the queue was renamed).
+ */
+export const moveWebhookDispatcherSignal = defineSignal<[{ taskQueue: string }]>('moveToTaskQueue');
+
 export interface WebhookDeliveryInput {
   webhookId: string;
   eventId: string;
@@ -358,6 +405,29 @@ export interface PurchaseSessionInput {
   buyerId: string;
   /** How long the execution waits for a new session once none is live before it ends. */
   idleMs?: number;
+  /**
+   * Updates one run handles before it continues as new, so a buyer who keeps reopening the map never grows a history
+   * past Temporal's limits (the server's own suggestion also triggers it). Default 500; tests pass a few.
+   */
+  continueAsNewAfter?: number;
+  /** What the previous run handed over when it continued as new. */
+  carried?: PurchaseSessionCarriedState;
+}
+
+/** A session as one run hands it to the next: its view, its order lease and whether its hold token is still ours. */
+export interface CarriedPurchaseSession extends Omit<PurchaseSessionView, 'busy'> {
+  busyUntilMs: number;
+  /** The execution still has to see this token expired (false once queued for expiry or handed to an order). */
+  tokenOwned: boolean;
+}
+
+export interface PurchaseSessionCarriedState {
+  /** Oldest first, so the next run forgets the same ones first. */
+  sessions: CarriedPurchaseSession[];
+  currentId: string | null;
+  /** Hold tokens whose expiry at the provider has not succeeded yet. */
+  toExpire: string[];
+  lastActivityMs: number;
 }
 
 export type PurchaseSessionState = 'ACTIVE' | 'ORDERED' | 'RELEASED' | 'EXPIRED' | 'SUPERSEDED';
@@ -400,3 +470,45 @@ export const releasePurchaseSessionUpdate = defineUpdate<PurchaseSessionClaim, [
   'releasePurchaseSession',
 );
 export const purchaseSessionQuery = defineQuery<PurchaseSessionView | null, [string]>('purchaseSession');
+
+// ---------------------------------------------------------------- reconciler
+
+/** The Schedule that runs the reconciler; an operator runs it now with `temporal schedule trigger --schedule-id reconciler`. */
+export const RECONCILER_SCHEDULE_ID = 'reconciler';
+/** Scheduled runs are `reconciler-<scheduled time>`; tests and operators start runs under ids of their own. */
+export const RECONCILER_WORKFLOW_ID_PREFIX = 'reconciler';
+
+/** Margins keep the reconciler off what a live checkout is still doing; a run fixes only what stayed broken past them. */
+export interface ReconcilerInput {
+  /**
+   * A PENDING sale counts as overdue once its deadline passed this long ago, an approved payment as stranded once
+   * recorded this long ago, and a closed sale is asked about once closed this long ago.
+   */
+  marginMs: number;
+  /** Sales closed unpaid longer ago than this are no longer asked about at the gateway. */
+  closedLookbackMs: number;
+  /** At most this many items per sweep and run; the rest wait for the next run. */
+  batchSize: number;
+  /** Only this workspace's sales (tests, or an operator re-checking one organizer); null sweeps every workspace. */
+  workspaceId: string | null;
+}
+
+export const DEFAULT_RECONCILER_INPUT: ReconcilerInput = {
+  marginMs: 2 * 60_000,
+  closedLookbackMs: 48 * 60 * 60_000,
+  batchSize: 200,
+  workspaceId: null,
+};
+
+/** What one run fixed; `errors` counts items (or whole sweeps) that failed and are retried by the next run. */
+export interface ReconcilerCounts {
+  /** Overdue PENDING sales without a running checkout, handed back to their checkout to be closed. */
+  expiredPendingClosed: number;
+  /** Approved payments with neither a confirmed sale nor a refund, handed to their sale's checkout. */
+  unresolvedPaymentsResolved: number;
+  /** Sales closed unpaid after a payment was opened, asked about at their gateway. */
+  closedSalesChecked: number;
+  /** Approved payments those gateways hold that we had no record of (lost notifications): handed to the checkout. */
+  lateMoneyFound: number;
+  errors: number;
+}
