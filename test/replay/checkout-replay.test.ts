@@ -23,6 +23,7 @@ import {
   session,
   signInBuyer,
 } from '../support/purchase.js';
+import { openPurchaseSession, seatedEvent, seatMapOf } from '../support/seats.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 import { HISTORIES, replayHistories, showHistory, writeHistory } from './recorder.js';
 
@@ -201,6 +202,35 @@ describe('fresh executions replay deterministically', () => {
       history(shortApi, loser.sale.saleId, 'checkout-late-payment-refunded'),
     ];
     expect(replay(recorded).map((result) => result.ok)).toEqual([true, true]);
+  }, 120_000);
+
+  test('a seated sale: seats held by the purchase session, booked on the card payment', async () => {
+    const organizer = await createOrganizer(api.orm.em.fork());
+    const event = await seatedEvent(api, organizer);
+    const token = await signInBuyer(api, `replay-seated-${Math.random().toString(36).slice(2, 8)}@buyers.test`);
+    const opened = await openPurchaseSession(api, token, event.eventDateId);
+    await seatMapOf(api).hold({ eventKey: event.eventDateId, labels: ['A-1'], holdToken: opened.holdToken });
+    const created = await reserveOrder(
+      api,
+      token,
+      orderBody(event, 1, {
+        items: [{ ticketTypeId: event.ticketTypeId, quantity: 1, seats: ['A-1'] }],
+        holdToken: opened.holdToken,
+      }),
+    );
+    expect(created.statusCode).toBe(201);
+    const sale = created.json().data;
+    const paid = await api.request({
+      method: 'POST',
+      url: `/api/v1/customer/orders/${sale.saleId}/payment/card`,
+      headers: session(token),
+      payload: { token: await cardToken(api, 'APRO') },
+    });
+    expect(paid.json().data.saleStatus).toBe('CONFIRMED');
+    const [seat] = await seatMapOf(api).objectStatuses(event.eventDateId, ['A-1']);
+    expect(seat).toMatchObject({ status: 'booked', orderId: sale.saleId });
+    const recorded = history(api, sale.saleId, 'checkout-seated-card-approved');
+    expect(replay([recorded]).map((result) => result.ok)).toEqual([true]);
   }, 120_000);
 
   test('money after the execution finished starts a resolution run that confirms the sale', async () => {
