@@ -1,11 +1,6 @@
-/**
- * Helpers for the sales-operations tests (cancel, refund, tickets, webhooks). Every fixture goes through the HTTP
- * API a user would call, and the sandbox's control API plays the gateways.
- */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { bearer, type Organizer } from './fixtures.js';
+import { privateTaskQueue, startPrivateWorker } from './private-stack.js';
 import { cardToken, orderBody, type PublishedEvent, session, signInBuyer } from './purchase.js';
 import { startTestApi, type TestApi } from './stack.js';
 
@@ -123,46 +118,17 @@ export async function startFlakyStack(options: {
   gatewayAFailures?: number;
   gatewayBDown?: boolean;
 }): Promise<{ api: TestApi; close(): Promise<void> }> {
-  const taskQueue = `flaky-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/flaky-worker.ts'], {
-    cwd: fileURLToPath(new URL('../..', import.meta.url)),
-    env: {
-      ...process.env,
-      NODE_OPTIONS: '',
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      FLAKY_GATEWAY_A_FAILURES: String(options.gatewayAFailures ?? 0),
-      FLAKY_GATEWAY_B_DOWN: options.gatewayBDown ? 'true' : 'false',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`flaky worker did not start: ${output}`)), 60_000);
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('ready')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`flaky worker exited (${code}): ${output}`));
-    });
+  const taskQueue = privateTaskQueue('flaky');
+  const worker = await startPrivateWorker(taskQueue, {
+    FLAKY_GATEWAY_A_FAILURES: String(options.gatewayAFailures ?? 0),
+    FLAKY_GATEWAY_B_DOWN: options.gatewayBDown ? 'true' : 'false',
   });
   const api = await startTestApi({ TEMPORAL_TASK_QUEUE: taskQueue });
   return {
     api,
     async close() {
       await api.close();
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
+      await worker.close();
     },
   };
 }
