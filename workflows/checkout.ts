@@ -377,9 +377,11 @@ class SaleCheckout {
       }
       const listening = (closedUnpaid() && Date.now() < (this.lateListeningUntilMs ?? 0)) || owed();
       if (!listening && this.inbox.length === 0 && !this.checkRequested) {
+        // News (a notification, a request to ask the gateway) may arrive while the email or an update finishes.
+        const news = () => this.inbox.length > 0 || this.checkRequested;
         await this.emailing;
-        await condition(() => allHandlersFinished() || this.inbox.length > 0);
-        if (this.inbox.length === 0) break;
+        await condition(() => allHandlersFinished() || news());
+        if (!news()) break;
       }
     }
     this.lateListeningUntilMs = null;
