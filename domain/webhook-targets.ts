@@ -35,17 +35,52 @@ for (const [network, prefix] of [
   BLOCKED.addSubnet(network, prefix, 'ipv6');
 }
 
-/** IPv4 addresses carried inside IPv6 (mapped ::ffff:a.b.c.d, NAT64 64:ff9b::a.b.c.d) are judged as IPv4. */
-function embeddedIpv4(address: string): string | null {
-  const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:|64:ff9b::)(\d{1,3}(?:\.\d{1,3}){3})$/.exec(lower);
-  if (dotted?.[1]) return dotted[1];
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (hex?.[1] && hex[2]) {
-    const high = Number.parseInt(hex[1], 16);
-    const low = Number.parseInt(hex[2], 16);
-    return [high >> 8, high & 255, low >> 8, low & 255].join('.');
+/**
+ * An IPv6 literal as its eight 16-bit groups, whatever its spelling (compressed, leading zeros, a trailing dotted
+ * IPv4). Comparing groups instead of text is what makes `::ffff:0:7f00:1`, `::127.0.0.1` and `::7f00:1` all land in
+ * the same rule. Null when `address` is not valid IPv6.
+ */
+function ipv6Groups(address: string): number[] | null {
+  if (isIP(address) !== 6) return null;
+  let text = address.toLowerCase();
+  const dotted = /(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
+  const [head = '', tail] = text.split('::');
+  const parse = (part: string): number[] => (part === '' ? [] : part.split(':').map((g) => Number.parseInt(g, 16)));
+  const left = parse(head);
+  if (tail === undefined) return left.length === 8 ? left : null;
+  const right = parse(tail);
+  const missing = 8 - left.length - right.length;
+  if (missing < 0) return null;
+  return [...left, ...new Array<number>(missing).fill(0), ...right];
+}
+
+const ipv4From = (high: number, low: number): string => [high >> 8, high & 255, low >> 8, low & 255].join('.');
+
+/**
+ * What an IPv6 address really reaches when it carries an IPv4 one, since stacks, tunnels and NAT64 gateways hand
+ * those packets to the IPv4 destination:
+ * - `::ffff:0:0/96` (IPv4-mapped) and `::ffff:0:0:0/96` (IPv4-translated, RFC 2765): the embedded IPv4.
+ * - `64:ff9b::/96` (well-known NAT64 prefix, RFC 6052): the embedded IPv4.
+ * - `2002::/16` (6to4, RFC 3056): the IPv4 in bits 16–47. Only an embedded non-public IPv4 is refused; a 6to4 address
+ *   over a public IPv4 reaches that public host, so it stays allowed like the IPv4 itself would be.
+ * Returns 'blocked' for ranges refused outright, whatever they embed:
+ * - `::/96` (IPv4-compatible, deprecated by RFC 4291, also covers `::` and `::1`): no public host uses it, and some
+ *   stacks still route it to the IPv4 address.
+ * - `64:ff9b:1::/48` (local-use NAT64, RFC 8215): translated inside the operator's own network.
+ */
+function embeddedIpv4(groups: number[]): string | 'blocked' | null {
+  const [g0, g1, g2, g3, g4, g5, g6 = 0, g7 = 0] = groups;
+  const zerosTo = (n: number) => groups.slice(0, n).every((g) => g === 0);
+  if (zerosTo(6)) return 'blocked';
+  if (zerosTo(5) && g5 === 0xffff) return ipv4From(g6, g7);
+  if (zerosTo(4) && g4 === 0xffff && g5 === 0) return ipv4From(g6, g7);
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) return ipv4From(g6, g7);
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 1) return 'blocked';
+  if (g0 === 0x2002 && g1 !== undefined && g2 !== undefined) return ipv4From(g1, g2);
   return null;
 }
 
@@ -55,8 +90,11 @@ export function isBlockedAddress(address: string): boolean {
   const family = isIP(bare);
   if (family === 4) return BLOCKED.check(bare, 'ipv4');
   if (family === 6) {
-    const v4 = embeddedIpv4(bare);
-    if (v4) return BLOCKED.check(v4, 'ipv4');
+    const groups = ipv6Groups(bare);
+    if (!groups) return true;
+    const v4 = embeddedIpv4(groups);
+    if (v4 === 'blocked') return true;
+    if (v4 && BLOCKED.check(v4, 'ipv4')) return true;
     return BLOCKED.check(bare, 'ipv6');
   }
   return true; // not an IP literal: never trusted as a destination

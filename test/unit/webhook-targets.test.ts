@@ -89,6 +89,75 @@ describe('webhook URL rules (contract 4.15)', () => {
   });
 });
 
+describe('webhook URL rules: IPv4 hidden inside IPv6 (contract 4.15: localhost, private and link-local rejected)', () => {
+  test.each([
+    // ::/96, IPv4-compatible (deprecated): refused whatever it embeds
+    '::127.0.0.1',
+    '::7f00:1',
+    '::10.0.0.1',
+    '::8.8.8.8',
+    '0:0:0:0:0:0:7f00:1',
+    // ::ffff:0:0/96, IPv4-mapped, every spelling
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '::FFFF:7F00:0001',
+    '0:0:0:0:0:ffff:7f00:1',
+    '0000:0000:0000:0000:0000:ffff:a9fe:a9fe',
+    '::ffff:169.254.169.254',
+    // ::ffff:0:0:0/96, IPv4-translated
+    '::ffff:0:7f00:1',
+    '::ffff:0:127.0.0.1',
+    '::ffff:0:a00:1',
+    // 2002::/16, 6to4 over a non-public IPv4
+    '2002:7f00:1::1',
+    '2002:7f00:0001:0:0:0:0:1',
+    '2002:a00:1::',
+    '2002:c0a8:101::1',
+    '2002:a9fe:a9fe::1',
+    // 64:ff9b::/96, NAT64 with a non-public IPv4; 64:ff9b:1::/48 local-use NAT64
+    '64:ff9b::127.0.0.1',
+    '64:ff9b::7f00:1',
+    '64:ff9b::a9fe:a9fe',
+    '64:ff9b::c0a8:101',
+    '64:ff9b:1::8.8.8.8',
+  ])('%s embeds a loopback, private or link-local IPv4 (or is a range refused outright): refused', (address) => {
+    expect(isBlockedAddress(address)).toBe(true);
+  });
+
+  test.each(['2002:808:808::1', '64:ff9b::8.8.8.8', '64:ff9b::808:808', '::ffff:0:808:808', '2001:4860:4860::8888'])(
+    '%s embeds a public IPv4 or is plain public IPv6: allowed',
+    (address) => {
+      expect(isBlockedAddress(address)).toBe(false);
+    },
+  );
+
+  const resolve = resolverOf({
+    'compat.example.test': ['::7f00:1'],
+    'sixtofour.example.test': ['2002:7f00:1::1'],
+    'nat64.example.test': ['64:ff9b::a00:1'],
+  });
+
+  // Registration and delivery both go through checkWebhookTarget (api/routes/v1/organizer-webhooks.ts and
+  // activities/webhooks.ts), so literals and resolved addresses are both covered here.
+  test.each([
+    'http://[::127.0.0.1]/x',
+    'http://[::ffff:0:7f00:1]/x',
+    'http://[2002:7f00:1::1]/x',
+    'http://[::ffff:7f00:1]:8080/x',
+    'http://[64:ff9b::10.0.0.1]/x',
+  ])('%s is refused as a literal', async (url) => {
+    expect(await checkWebhookTarget(url, { resolve })).toMatchObject({ ok: false, reason: 'private_address' });
+  });
+
+  test.each(['https://compat.example.test/x', 'https://sixtofour.example.test/x', 'https://nat64.example.test/x'])(
+    '%s is refused at delivery when its name resolves to an embedded private IPv4',
+    async (url) => {
+      const check = await checkWebhookTarget(url, { resolve, requireResolution: true });
+      expect(check).toMatchObject({ ok: false, reason: 'resolves_to_private_address' });
+    },
+  );
+});
+
 describe('webhook signatures (contract part 6 plus the timestamped variant)', () => {
   const secret = 'whsec_test_secret_value';
   const body = '{"event":"sale.confirmed","data":{"saleId":"s"},"sentAt":"2026-01-01T00:00:00.000Z"}';
