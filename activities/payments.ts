@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/activity';
+import { saleGateway, workspaceGateway } from '../domain/gateways.js';
 import { isCurrencyCode, toMajorUnits } from '../domain/money.js';
 import { Event, Sale, Workspace } from '../entities/index.js';
 import type {
@@ -91,10 +92,6 @@ function gatewayBVerdict(transaction: GatewayBTransaction, sale: SaleMoney): Pay
   };
 }
 
-/** Gateway choice is the server's (contract 4.3): gateway B for LEGEND workspaces on the allowlist, A otherwise. */
-export const gatewayFor = (workspace: { plan: string; gatewayBAllowlisted: boolean }): Gateway =>
-  workspace.plan === 'LEGEND' && workspace.gatewayBAllowlisted ? 'GATEWAY_B' : 'GATEWAY_A';
-
 export function createPaymentActivities(deps: ActivityDeps) {
   const { gatewayA, gatewayB } = deps.providers;
   const origin = deps.env.PUBLIC_ORIGIN.replace(/\/$/, '');
@@ -116,9 +113,9 @@ export function createPaymentActivities(deps: ActivityDeps) {
       saleId: string,
     ): Promise<{ gateway: Gateway; gatewayBOnly: boolean; eligibleForB: boolean }> {
       const { event, workspace } = await loadSale(saleId);
-      const eligibleForB = gatewayFor(workspace) === 'GATEWAY_B';
+      const eligibleForB = workspaceGateway(workspace) === 'GATEWAY_B';
       return {
-        gateway: event.gatewayBOnly || eligibleForB ? 'GATEWAY_B' : 'GATEWAY_A',
+        gateway: saleGateway(event, workspace),
         gatewayBOnly: event.gatewayBOnly,
         eligibleForB,
       };

@@ -1,9 +1,11 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { parseSaleReference } from '../../../domain/codes.js';
 import { AppError } from '../../../domain/errors.js';
-import { Sale } from '../../../entities/index.js';
+import { saleGateway } from '../../../domain/gateways.js';
+import { Event, PaymentAttempt, Sale, Workspace } from '../../../entities/index.js';
+import type { ISale } from '../../../entities/sale.js';
 import { isProviderError } from '../../../integrations/errors.js';
 import { verifyGatewayANotification } from '../../../integrations/gateway-a/signature.js';
 import { parseGatewayBWebhook } from '../../../integrations/gateway-b/client.js';
@@ -21,6 +23,42 @@ declare module 'fastify' {
   interface FastifyRequest {
     rawBody?: string;
   }
+}
+
+/** Replay window shared by both gateways: a captured notification stops working after this long. */
+const NOTIFICATION_MAX_AGE_MS = 15 * 60 * 1000;
+/** Clock skew tolerated for a timestamp ahead of ours; beyond it a signed event is pre-dated for later replay. */
+const NOTIFICATION_MAX_SKEW_MS = 5 * 60 * 1000;
+
+/**
+ * Gateway B signs the body but not the delivery, so a captured event would be valid forever: its `time` (POSIX
+ * nanoseconds, covered by the signature) bounds how long it can be replayed. Nanoseconds exceed double precision;
+ * the error that leaves is far below a millisecond, so it does not matter for a minutes-wide window.
+ */
+export function gatewayBEventIsFresh(timeNs: number, nowMs: number = Date.now()): boolean {
+  const emittedMs = timeNs / 1_000_000;
+  if (!Number.isFinite(emittedMs)) return false;
+  return emittedMs >= nowMs - NOTIFICATION_MAX_AGE_MS && emittedMs <= nowMs + NOTIFICATION_MAX_SKEW_MS;
+}
+
+/**
+ * The gateway this sale pays through: the one recorded on it when paid, else the one its first payment attempt used,
+ * else the one it would be offered now (domain/gateways.ts, the rule payment open applies). The last case keeps a B
+ * payment for a B sale whose open was never recorded from being dropped, while a sale that can only ever be offered
+ * gateway A still never takes a gateway B event.
+ */
+async function paymentRailOf(em: FastifyRequest['em'], sale: ISale): Promise<'GATEWAY_A' | 'GATEWAY_B'> {
+  if (sale.paymentProvider) return sale.paymentProvider;
+  const [first] = await em.find(
+    PaymentAttempt,
+    { sale: sale.id },
+    { orderBy: { createdAt: 'asc' }, limit: 1, filters: { tenant: false } },
+  );
+  if (first) return first.gateway;
+  const event = await em.findOne(Event, { id: sale.event }, { filters: { tenant: false, notDeleted: false } });
+  const workspace = await em.findOne(Workspace, { id: sale.workspace });
+  if (!event || !workspace) return 'GATEWAY_A';
+  return saleGateway(event, workspace);
 }
 
 const Ack = z.object({ received: z.boolean(), ignored: z.string().optional() });
@@ -136,11 +174,23 @@ export const gatewayWebhookRoutes: FastifyPluginAsyncZod<{ services: ApiServices
       } catch {
         throw new AppError('VALIDATION_FAILED', 'The notification body has an unexpected shape');
       }
+      if (!gatewayBEventIsFresh(event.time)) {
+        request.log.warn({ eventId: event.id, time: event.time }, 'gateway B event outside the replay window; refused');
+        throw new AppError('UNAUTHENTICATED', 'The notification is too old or dated in the future');
+      }
       const reference = event.reference ? parseSaleReference(event.reference) : null;
       const sale = reference ? await request.em.findOne(Sale, { reference }, { filters: { tenant: false } }) : null;
       if (!sale) {
         request.log.warn({ eventId: event.id }, 'gateway B event names no sale of ours; ignored');
         return { received: true, ignored: 'unknown reference' };
+      }
+      const rail = await paymentRailOf(request.em, sale);
+      if (rail !== 'GATEWAY_B') {
+        request.log.warn(
+          { eventId: event.id, saleId: sale.id, rail },
+          'gateway B event for a sale that pays through another gateway; ignored',
+        );
+        return { received: true, ignored: 'gateway mismatch' };
       }
       await notifyCheckout(services, sale.id, {
         gateway: 'GATEWAY_B',
