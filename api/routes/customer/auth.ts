@@ -22,6 +22,13 @@ const EmailSchema = z
   .max(254)
   .transform((value) => value.toLowerCase());
 
+/**
+ * Rate-limit key for an (email, client address) pair. Both parts are length-prefixed so no email/address pair can
+ * spell another pair's key (an IPv6 address contains ':' and an email may too).
+ */
+const signInKey = (scope: string, email: string, ip: string): string =>
+  `${scope}:${email.length}:${email}:${ip.length}:${ip}`;
+
 export const BuyerSchema = z
   .object({ id: z.string(), email: z.string(), name: z.string().nullable(), phone: z.string().nullable() })
   .meta({ id: 'Buyer' });
@@ -41,16 +48,18 @@ export const customerAuthRoutes: FastifyPluginAsyncZod<{ services: ApiServices }
     async (request, reply) => {
       const { email } = request.body;
       await enforceRateLimit(services.redis, {
-        key: `signin-request:email:${email}`,
-        limit: 5,
-        windowSeconds: 600,
-        message: 'Too many codes requested for this address; wait before asking again',
-      });
-      await enforceRateLimit(services.redis, {
         key: `signin-request:ip:${request.ip}`,
         limit: 30,
         windowSeconds: 600,
         message: 'Too many sign-in requests from this address',
+      });
+      // Keyed on the email and the client together: a budget per email alone could be spent by anyone, locking the
+      // buyer out of signing in from their own address.
+      await enforceRateLimit(services.redis, {
+        key: signInKey('signin-request:email-ip', email, request.ip),
+        limit: 5,
+        windowSeconds: 600,
+        message: 'Too many codes requested for this address; wait before asking again',
       });
       await services.temporal.workflow.start<typeof buyerSignIn>('buyerSignIn', {
         taskQueue: services.env.TEMPORAL_TASK_QUEUE,
@@ -83,7 +92,15 @@ export const customerAuthRoutes: FastifyPluginAsyncZod<{ services: ApiServices }
     async (request, reply) => {
       const { email, code } = request.body;
       await enforceRateLimit(services.redis, {
-        key: `signin-verify:${email}`,
+        key: `signin-verify:ip:${request.ip}`,
+        limit: 60,
+        windowSeconds: 900,
+        message: 'Too many sign-in attempts from this address',
+      });
+      // Per email and client, for the same reason as on request. Guessing a code from many clients stays bounded by
+      // MAX_CODE_ATTEMPTS per code, which this limit never replaced.
+      await enforceRateLimit(services.redis, {
+        key: signInKey('signin-verify:email-ip', email, request.ip),
         limit: 10,
         windowSeconds: 900,
         message: 'Too many attempts; request a new code later',
