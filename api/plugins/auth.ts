@@ -71,21 +71,23 @@ async function loadWorkspaces(em: EntityManager, userId: string): Promise<Worksp
 }
 
 /**
- * Picks the workspace of the request: the `X-Workspace-Id` header when the user can reach it, otherwise the
- * key's own workspace, otherwise the user's default, otherwise the first one. Ambiguous choices are reported as
- * warnings instead of failing, as the contract asks (an unreachable id is ignored).
+ * Picks the workspace of the request: the `X-Workspace-Id` header when the user can reach it, otherwise the user's
+ * default workspace (contract 5.5), otherwise the first reachable one. Customer routes pass `preferKeyWorkspace`:
+ * there the key pins its own workspace (contract 5.6), so it outranks the default. Ambiguous choices are reported
+ * as warnings instead of failing, as the contract asks (an unreachable id is ignored).
  */
 function selectWorkspace(
   request: FastifyRequest,
   workspaces: WorkspaceAccess[],
   keyWorkspaceId: string,
   defaultWorkspaceId: string | null,
+  preferKeyWorkspace: boolean,
 ): WorkspaceAccess | null {
-  const fallback =
-    workspaces.find((w) => w.workspaceId === keyWorkspaceId) ??
-    workspaces.find((w) => w.workspaceId === defaultWorkspaceId) ??
-    workspaces[0] ??
-    null;
+  const byId = (id: string | null) => (id === null ? undefined : workspaces.find((w) => w.workspaceId === id));
+  const [first, second] = preferKeyWorkspace
+    ? [keyWorkspaceId, defaultWorkspaceId]
+    : [defaultWorkspaceId, keyWorkspaceId];
+  const fallback = byId(first) ?? byId(second) ?? workspaces[0] ?? null;
   const header = request.headers['x-workspace-id'];
   const requested = typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined;
   if (requested !== undefined) {
@@ -113,14 +115,22 @@ function selectWorkspace(
   return fallback;
 }
 
+/**
+ * The scope rule of contract 5.3, shared by every surface that accepts an API key (organizer routes and the
+ * customer routes where the key is optional), so a read key can never mutate through either.
+ */
+export function enforceKeyScope(request: FastifyRequest, context: OrganizerContext): void {
+  if (MUTATING.has(request.method) && context.scope === 'read') {
+    throw new AppError('READ_ONLY_KEY', 'This API key has the read scope; create a write key to change data');
+  }
+}
+
 function enforceAccess(
   request: FastifyRequest,
   context: OrganizerContext,
   access: { minRole: Role; section: string; workspaceOptional?: boolean },
 ): void {
-  if (MUTATING.has(request.method) && context.scope === 'read') {
-    throw new AppError('READ_ONLY_KEY', 'This API key has the read scope; create a write key to change data');
-  }
+  enforceKeyScope(request, context);
   const active = context.active;
   if (!active) {
     if (access.workspaceOptional) return;
@@ -147,7 +157,10 @@ function enforceAccess(
   }
 }
 
-export async function authenticateOrganizer(request: FastifyRequest): Promise<OrganizerContext> {
+export async function authenticateOrganizer(
+  request: FastifyRequest,
+  options: { preferKeyWorkspace?: boolean } = {},
+): Promise<OrganizerContext> {
   const presented = readPresentedKey(request);
   if (!presented) {
     throw new AppError('UNAUTHENTICATED', 'Send an API key as `Authorization: Bearer <key>` or `x-api-key: <key>`');
@@ -161,7 +174,13 @@ export async function authenticateOrganizer(request: FastifyRequest): Promise<Or
   }
   const user = await em.findOneOrFail(User, { id: key.user });
   const workspaces = await loadWorkspaces(em, user.id);
-  const active = selectWorkspace(request, workspaces, key.workspace, user.defaultWorkspaceId ?? null);
+  const active = selectWorkspace(
+    request,
+    workspaces,
+    key.workspace,
+    user.defaultWorkspaceId ?? null,
+    options.preferKeyWorkspace === true,
+  );
   // Last use is informational; a lost update under concurrency is harmless, so it skips the unit of work.
   void em
     .getConnection()

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError } from '../../domain/errors.js';
 import { Buyer, BuyerSession } from '../../entities/index.js';
-import { authenticateOrganizer } from './auth.js';
+import { authenticateOrganizer, enforceKeyScope } from './auth.js';
 
 export const BUYER_SESSION_COOKIE = 'buyer_session';
 
@@ -72,7 +72,8 @@ export const customerAuthPlugin = fp(
         throw new AppError('CUSTOMER_SESSION_REQUIRED', 'The buyer session is invalid or has expired; sign in again');
       const hasKey = request.headers.authorization !== undefined || request.headers['x-api-key'] !== undefined;
       if (hasKey) {
-        const organizer = await authenticateOrganizer(request);
+        const organizer = await authenticateOrganizer(request, { preferKeyWorkspace: true });
+        enforceKeyScope(request, organizer);
         request.organizer = organizer;
         customer.pinnedWorkspaceId = organizer.active?.workspaceId ?? null;
       }

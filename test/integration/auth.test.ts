@@ -302,6 +302,58 @@ describe('workspace selection (contract 5.5)', () => {
     expect(chosen.json().warnings).toBeUndefined();
   });
 
+  test("without X-Workspace-Id the user's default workspace is used, even with a key minted in another one", async () => {
+    // Default workspace: VIEWER there. The key is minted as ADMIN of a second workspace.
+    const organizer = await createOrganizer(em(), { role: 'VIEWER' });
+    const other = await createOrganizer(em(), { role: 'ADMIN' });
+    await addMembership(em(), organizer.userId, other.workspaceId, 'ADMIN');
+    const minted = await api.request({
+      method: 'POST',
+      url: '/api/v1/api-keys',
+      headers: { ...bearer(organizer.key), 'x-workspace-id': other.workspaceId },
+      payload: { name: 'minted in the second workspace', scope: 'write' },
+    });
+    expect(minted.statusCode).toBe(201);
+    const key = minted.json().data.key as string;
+
+    const me = await api.request({ method: 'GET', url: '/api/v1/me', headers: bearer(key) });
+    expect(me.json().data).toMatchObject({ activeWorkspaceId: organizer.workspaceId, role: 'VIEWER' });
+    // The role applied is the default workspace's: VIEWER cannot mint keys there.
+    const mint = await api.request({
+      method: 'POST',
+      url: '/api/v1/api-keys',
+      headers: bearer(key),
+      payload: { name: 'x' },
+    });
+    expect(mint.json().error.code).toBe('INSUFFICIENT_ROLE');
+    const chosen = await api.request({
+      method: 'GET',
+      url: '/api/v1/me',
+      headers: { ...bearer(key), 'x-workspace-id': other.workspaceId },
+    });
+    expect(chosen.json().data).toMatchObject({ activeWorkspaceId: other.workspaceId, role: 'ADMIN' });
+  });
+
+  test('GET /me role and activeWorkspaceId are strings for a user with a workspace (contract 2, 4.17)', async () => {
+    const organizer = await createOrganizer(em(), { role: 'STAFF' });
+    const expired = await createOrganizer(em(), { role: 'VIEWER', accessExpiresAt: new Date(Date.now() - 60_000) });
+    const stranger = await createOrganizer(em());
+    const cases = [
+      { key: organizer.readKey, headers: {} },
+      { key: organizer.readKey, headers: { 'x-workspace-id': stranger.workspaceId } },
+      { key: organizer.readKey, headers: { 'x-workspace-id': organizer.workspaceId } },
+      { key: expired.readKey, headers: {} },
+    ];
+    for (const { key, headers } of cases) {
+      const me = await api.request({ method: 'GET', url: '/api/v1/me', headers: { ...bearer(key), ...headers } });
+      expect(me.statusCode).toBe(200);
+      const data = me.json().data;
+      expect(typeof data.role).toBe('string');
+      expect(typeof data.activeWorkspaceId).toBe('string');
+      expect(data.workspaces.map((w: { id: string }) => w.id)).toContain(data.activeWorkspaceId);
+    }
+  });
+
   test('POST /workspaces creates a workspace whose ADMIN is the caller', async () => {
     const organizer = await createOrganizer(em(), { role: 'VIEWER' });
     const created = await api.request({

@@ -11,6 +11,7 @@ import { organizerRoutes } from '../../api/routes/v1/index.js';
 import type { ApiServices } from '../../api/services.js';
 import { type Role, roleAtLeast } from '../../domain/roles.js';
 import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
+import { session, signInBuyer } from '../support/purchase.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
 interface WalkedRoute {
@@ -196,5 +197,73 @@ describe('declared access is enforced (contract 5.3, 5.4)', () => {
   test.each(reads)('%s (minimum %s): a read key of an allowed role may call it', async (_name, minRole, route) => {
     const expected = (role: Role) => (roleAtLeast(role, minRole) ? 'let through' : '403 INSUFFICIENT_ROLE');
     expect(await mismatches(route, (organizer) => organizer.readKey, expected)).toEqual([]);
+  });
+});
+
+/**
+ * The customer routes accept an optional organizer API key (contract 5.6); when one is presented, its scope binds
+ * exactly as on organizer routes (5.3). Walked from the routes too, so a new customer route is covered unedited.
+ */
+describe('a read key on a mutating customer route gets 403 READ_ONLY_KEY (contract 5.3)', () => {
+  const customerRoutes = collectOrganizerRoutes(api.services).then((routes) =>
+    routes.filter((route) => route.method !== 'HEAD' && route.access?.kind === 'customer'),
+  );
+  let buyerSession: string;
+  beforeAll(async () => {
+    buyerSession = await signInBuyer(api, `read-key-${Math.random().toString(36).slice(2, 10)}@buyers.test`);
+  });
+
+  const sendAsBuyer = (route: WalkedRoute, key: string) =>
+    api.request({
+      method: route.method,
+      url: route.url.replace(/:[A-Za-z0-9_]+/g, PLACEHOLDER),
+      headers: { ...session(buyerSession), ...bearer(key) },
+      ...(['POST', 'PUT', 'PATCH'].includes(route.method) ? { payload: {} } : {}),
+    });
+
+  test('the walk covers the mutating customer routes the contract names', async () => {
+    const mutating = (await customerRoutes).filter((route) => MUTATING.has(route.method));
+    const paths = mutating.map((route) => `${route.method} ${route.url.slice(API_V1_PREFIX.length)}`);
+    for (const expected of [
+      /^POST \/customer\/orders$/,
+      /^POST \/customer\/orders\/:[^/]+\/payment$/,
+      /^POST \/customer\/orders\/:[^/]+\/payment\/card$/,
+      /^POST \/customer\/orders\/:[^/]+\/payment\/pse$/,
+      /^POST \/customer\/orders\/:[^/]+\/release$/,
+      /^POST \/customer\/purchase-sessions$/,
+      /^POST \/customer\/purchase-sessions\/:[^/]+\/release$/,
+      /^POST \/customer\/tickets\/:[^/]+\/cancel$/,
+      /^PATCH \/customer\/profile$/,
+      /^POST \/customer\/logout$/,
+    ]) {
+      expect(paths.filter((path) => expected.test(path))).toHaveLength(1);
+    }
+  });
+
+  test('every mutating customer route refuses a read key, whatever the role, with the contract error body', async () => {
+    const found: string[] = [];
+    for (const route of (await customerRoutes).filter((r) => MUTATING.has(r.method))) {
+      for (const role of ROLES) {
+        const response = await sendAsBuyer(route, organizers[role].readKey);
+        const body = response.json();
+        if (response.statusCode !== 403 || body.error?.code !== 'READ_ONLY_KEY' || body.error.retryable !== false) {
+          found.push(`${route.method} ${route.url} (${role}): ${response.statusCode} ${body.error?.code}`);
+        }
+      }
+    }
+    expect(found).toEqual([]);
+  });
+
+  test('a write key on a mutating customer route and a read key on a customer read are not refused for scope', async () => {
+    // Logout with a write key really ends the buyer session, so it goes last.
+    const isLogout = (route: WalkedRoute) => route.url.endsWith('/customer/logout');
+    const routes = [...(await customerRoutes)].sort((a, b) => Number(isLogout(a)) - Number(isLogout(b)));
+    const found: string[] = [];
+    for (const route of routes) {
+      const key = MUTATING.has(route.method) ? organizers.VIEWER.key : organizers.VIEWER.readKey;
+      const response = await sendAsBuyer(route, key);
+      if (response.json().error?.code === 'READ_ONLY_KEY') found.push(`${route.method} ${route.url}`);
+    }
+    expect(found).toEqual([]);
   });
 });

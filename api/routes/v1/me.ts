@@ -10,11 +10,17 @@ export const CurrentUserSchema = z
     userId: z.string(),
     name: z.string(),
     email: z.string(),
-    role: z
-      .enum(ROLES)
-      .nullable()
-      .meta({ deprecated: true, description: 'Deprecated: use the role in each workspace row' }),
-    activeWorkspaceId: z.string().nullable(),
+    // Nullable only for a user left with no workspace at all (every membership revoked): there is no role or
+    // workspace to name then. A user with a workspace always gets both, as contract part 2 types them as strings.
+    role: z.enum(ROLES).nullable().meta({
+      deprecated: true,
+      description:
+        'Deprecated: use the role in each workspace row. Your role in the active workspace; null only when you have no workspace',
+    }),
+    activeWorkspaceId: z.string().nullable().meta({
+      description:
+        'The workspace this request acts in: X-Workspace-Id when you can reach it, else your default workspace; null only when you have no workspace',
+    }),
     workspaces: z.array(
       z.object({
         id: z.string(),
