@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { parseSaleReference } from '../../domain/codes.js';
 import { AppError } from '../../domain/errors.js';
+import { type Role, roleAtLeast } from '../../domain/roles.js';
 import { publicOrderView, SALE_STATUSES, TICKET_STATUSES } from '../../domain/sale-state.js';
 import { isUuid } from '../../entities/ids.js';
 import { Sale, SaleItem, Ticket } from '../../entities/index.js';
@@ -47,10 +48,18 @@ export const SaleSchema = z
     total: z.number().int(),
     currency: z.string(),
     buyerName: z.string(),
-    buyerEmail: z.string(),
-    buyerPhone: z.string().nullable(),
-    buyerDocumentType: z.string().nullable(),
-    buyerDocumentNumber: z.string().nullable(),
+    buyerEmail: z.string().meta({
+      description: 'masked (first letter and domain, `a***@example.com`) when your role is below STAFF (contract 5.4)',
+    }),
+    buyerPhone: z.string().nullable().meta({ description: 'null when unknown or when your role is below STAFF' }),
+    buyerDocumentType: z
+      .string()
+      .nullable()
+      .meta({ description: 'null when unknown or when your role is below STAFF' }),
+    buyerDocumentNumber: z
+      .string()
+      .nullable()
+      .meta({ description: 'null when unknown or when your role is below STAFF' }),
     organizationId: z.string().nullable(),
     eventId: z.string(),
     eventDateId: z.string(),
@@ -97,6 +106,36 @@ export function toSale(sale: ISale) {
     declineCode: sale.declineCode ?? null,
   };
 }
+
+/**
+ * Buyer contact data is personal data: contract 5.4 gives sale details to STAFF and up, so the same minimum
+ * governs the contact fields wherever a sale is shown, including the VIEWER-level list. The fields stay present
+ * (the Sale shape requires them): the email, a required string, is masked; the others read null below the minimum.
+ */
+export const BUYER_CONTACT_MIN_ROLE: Role = 'STAFF';
+
+export const canSeeBuyerContact = (role: Role): boolean => roleAtLeast(role, BUYER_CONTACT_MIN_ROLE);
+
+export type SaleView = z.infer<typeof SaleSchema>;
+
+/** The Sale as a caller of the given workspace role may see it. */
+export function toSaleFor(sale: ISale, role: Role): SaleView {
+  const view = toSale(sale);
+  if (canSeeBuyerContact(role)) return view;
+  return {
+    ...view,
+    buyerEmail: maskedEmail(view.buyerEmail),
+    buyerPhone: null,
+    buyerDocumentType: null,
+    buyerDocumentNumber: null,
+  };
+}
+
+/** Enough to tell buyers apart in a list, not enough to contact one. */
+const maskedEmail = (email: string): string => {
+  const at = email.lastIndexOf('@');
+  return at > 0 ? `${email[0]}***${email.slice(at)}` : '***';
+};
 
 export async function loadItems(em: EntityManager, saleId: string) {
   const items = await em.find(SaleItem, { sale: saleId }, { orderBy: { id: 'asc' } });
