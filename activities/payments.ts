@@ -236,7 +236,8 @@ export function createPaymentActivities(deps: ActivityDeps) {
       const voided = await gatewayB.void({
         orderId: sale.reference,
         transactionId: input.providerPaymentId,
-        idempotencyKey: `void-${sale.id}`,
+        // Per transaction: a second charge's void must not be answered with the first one's.
+        idempotencyKey: `void-${sale.id}-${input.providerPaymentId ?? 'order'}`,
       });
       return { status: voided.status, refundId: null };
     },

@@ -658,7 +658,8 @@ class SaleCheckout {
     }
     const closed = await db.closeUnpaidSale({ saleId: this.input.saleId, to, reason });
     if (this.seated && closed.status !== 'CONFIRMED') await seatMap.releaseSaleSeats({ saleId: this.input.saleId });
-    if (closed.status) this.publish(closed.status);
+    // A sale row that no longer exists holds nothing: the story ends as if closed, never retries the close.
+    this.publish(closed.status ?? to);
   }
 
   // ------------------------------------------------------------------------------------------------ tickets
