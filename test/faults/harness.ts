@@ -211,6 +211,8 @@ export async function startFaultStack(name: string, options: FaultStackOptions):
 export const PG_RESTART =
   process.env.FAULT_PG_RESTART_CMD ??
   'pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql | head -1) main restart';
+export const PG_STOP =
+  process.env.FAULT_PG_STOP_CMD ?? 'pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql | head -1) main stop';
 export const PG_START =
   process.env.FAULT_PG_START_CMD ??
   'pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql | head -1) main start';
