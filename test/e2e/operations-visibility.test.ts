@@ -4,8 +4,6 @@
  * organizer's cancel moves a sale it had already settled.
  */
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { defaultPayloadConverter, type Payload } from '@temporalio/common';
-import { temporalDataConverter } from '../../config/payload-codec.js';
 import {
   cancellationWorkflowId,
   checkoutWorkflowId,
@@ -14,6 +12,7 @@ import {
   SA,
 } from '../../workflows/definitions.js';
 import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
+import { signalsReceived } from '../support/histories.js';
 import { privateTaskQueue } from '../support/private-stack.js';
 import { eventually, publishEvent, signInBuyer } from '../support/purchase.js';
 import { complimentary, payByCard, reserve } from '../support/sales-ops.js';
@@ -42,19 +41,8 @@ const attributesOf = async (workflowId: string) => {
 };
 
 /** The saleStatusChanged signals the sale's checkout received, decoded (payloads pass the service's codec). */
-async function statusSignals(saleId: string): Promise<unknown[]> {
-  const history = await api.services.temporal.workflow.getHandle(checkoutWorkflowId(saleId)).fetchHistory();
-  const converter = temporalDataConverter(api.env);
-  const found: unknown[] = [];
-  for (const event of history.events ?? []) {
-    const signal = event.workflowExecutionSignaledEventAttributes;
-    if (signal?.signalName !== 'saleStatusChanged') continue;
-    let payloads = (signal.input?.payloads ?? []) as Payload[];
-    for (const codec of [...(converter.payloadCodecs ?? [])].reverse()) payloads = await codec.decode(payloads);
-    found.push(...payloads.map((payload) => defaultPayloadConverter.fromPayload(payload)));
-  }
-  return found;
-}
+const statusSignals = (saleId: string): Promise<unknown[]> =>
+  signalsReceived<unknown>(api, saleId, 'saleStatusChanged');
 
 describe('search attributes on every sales-operation execution (SaleReference, WorkspaceId, EventDateId, SaleStatus)', () => {
   test('a cancellation carries the sale and ends with SaleStatus CANCELLED; operators find it by SaleReference', async () => {

@@ -4,10 +4,10 @@
  * paymentNotification could land.
  */
 import { randomUUID } from 'node:crypto';
-import type { Payload } from '@temporalio/common';
 import { signGatewayBWebhook } from '../../integrations/gateway-b/signature.js';
-import { checkoutWorkflowId, type PaymentNotification } from '../../workflows/definitions.js';
+import type { PaymentNotification } from '../../workflows/definitions.js';
 import { createOrganizer, type Organizer } from '../support/fixtures.js';
+import { signalsReceived } from '../support/histories.js';
 import {
   eventually,
   orderBody,
@@ -77,21 +77,8 @@ const postSigned = (body: string) =>
   });
 
 /** The paymentNotification signals the sale's checkout received, decoded with the client's own codec. */
-async function notificationsReceived(saleId: string): Promise<PaymentNotification[]> {
-  const client = api.services.temporal;
-  const history = await client.workflow.getHandle(checkoutWorkflowId(saleId)).fetchHistory();
-  const { payloadConverter, payloadCodecs } = client.options.loadedDataConverter;
-  const found: PaymentNotification[] = [];
-  for (const event of history.events ?? []) {
-    const signal = event.workflowExecutionSignaledEventAttributes;
-    if (signal?.signalName !== 'paymentNotification') continue;
-    let payloads = (signal.input?.payloads ?? []) as Payload[];
-    for (const codec of [...payloadCodecs].reverse()) payloads = await codec.decode(payloads);
-    const [first] = payloads;
-    if (first) found.push(payloadConverter.fromPayload<PaymentNotification>(first));
-  }
-  return found;
-}
+const notificationsReceived = (saleId: string): Promise<PaymentNotification[]> =>
+  signalsReceived<PaymentNotification>(api, saleId, 'paymentNotification');
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

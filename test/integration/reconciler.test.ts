@@ -6,7 +6,6 @@
  * races these seconds-old sales.
  */
 import { randomUUID } from 'node:crypto';
-import type { Payload } from '@temporalio/common';
 import { RECONCILER_FIXES_KEY } from '../../activities/reconciler.js';
 import { providerUrls } from '../../config/env.js';
 import { newId } from '../../entities/ids.js';
@@ -21,6 +20,7 @@ import {
 } from '../../workflows/definitions.js';
 import type { reconciler } from '../../workflows/reconciler.js';
 import { createOrganizer, type Organizer } from '../support/fixtures.js';
+import { signalsReceived } from '../support/histories.js';
 import {
   cardToken,
   eventually,
@@ -132,21 +132,8 @@ async function chargeWithLostNotification(reference: string, amount: number): Pr
 }
 
 /** The paymentNotification signals a checkout execution received, decoded with the client's own codec. */
-async function notificationsReceived(saleId: string): Promise<PaymentNotification[]> {
-  const client = api.services.temporal;
-  const history = await client.workflow.getHandle(checkoutWorkflowId(saleId)).fetchHistory();
-  const { payloadConverter, payloadCodecs } = client.options.loadedDataConverter;
-  const found: PaymentNotification[] = [];
-  for (const event of history.events ?? []) {
-    const signal = event.workflowExecutionSignaledEventAttributes;
-    if (signal?.signalName !== 'paymentNotification') continue;
-    let payloads = (signal.input?.payloads ?? []) as Payload[];
-    for (const codec of [...payloadCodecs].reverse()) payloads = await codec.decode(payloads);
-    const [first] = payloads;
-    if (first) found.push(payloadConverter.fromPayload<PaymentNotification>(first));
-  }
-  return found;
-}
+const notificationsReceived = (saleId: string): Promise<PaymentNotification[]> =>
+  signalsReceived<PaymentNotification>(api, saleId, 'paymentNotification');
 
 const control = (path: string, body: unknown) =>
   fetch(`${api.env.SANDBOX_URL}/control${path}`, {
