@@ -5,7 +5,8 @@
  * Rules
  * 1. All amounts are integer minor units (see money.ts). The only rounding is `mulDivRoundHalfUp` (round half up).
  *    Fees and IVA are rounded per ticket, never on a sum, so each order fee is an exact multiple of a per-ticket
- *    amount; a percentage discount is rounded once, on the order's ticket subtotal.
+ *    amount; a discount code's percentage is rounded once, on the order's ticket subtotal; a member discount is
+ *    rounded per ticket (rule 8).
  * 2. Fee policy (per workspace, optionally overridden per ticket type, see `resolveFeePolicy`):
  *    - service fee per ticket = round½↑(list price × serviceFeeBps / 10 000) + serviceFeeFixed;
  *    - feeAbsorbedByOrganizer: the buyer pays no service fee; the organizer pays it out of the settlement
@@ -30,6 +31,16 @@
  *    negative when absorbed fees exceed heavily discounted revenue. Buyer fees and IVA are the platform's and are
  *    never paid out: collected = gross + buyerServiceFees + buyerIva.
  *    Not decided yet, so not computed: IVA the platform may owe on fees the organizer absorbs.
+ * 8. Member discount (`memberDiscountPercent`, the plan's discountPercent frozen for the member's current period,
+ *    0–100 with at most two decimals): per ticket on the list price, discountPerTicket = round½↑(price × percent /
+ *    100), never on fees or IVA. Rounding per ticket (not on the subtotal) is what makes the member quote exact:
+ *    order discount = quantity × discountPerTicket, so quantity × member buyerTotal (`quoteMemberUnit`) is the
+ *    charge. Member buyerTotal = buyerTotal − discountPerTicket, or 0 when the discounted price is 0 (rule 5's free
+ *    rule, per ticket).
+ * 9. A member discount and a discount code never stack: the order gets whichever takes more off its ticket
+ *    subtotal. A tie goes to the member discount (the buyer keeps the code's use), except that a code making the
+ *    order free wins a tie (a complimentary code stays the reason a free sale exists). `OrderPrice.appliedDiscount`
+ *    says which one was used, so checkout spends a code's use only when the code applied.
  *
  * Pure: no I/O, no clock. Safe to import from Temporal workflow code.
  */
@@ -150,6 +161,31 @@ export function discountAmountFor(subtotal: MinorUnits, discount: Discount | nul
   return Math.min(raw, subtotal);
 }
 
+/** Rule 8: the member discount of one ticket, rounded half up on its own list price. */
+export function memberDiscountPerTicket(price: MinorUnits, discountPercent: number): MinorUnits {
+  assertMinorUnits(price, 'price');
+  return applyBps(price, percentToBps(discountPercent));
+}
+
+/** A member's per-ticket price, as the public availability shows it to an active member (PublicTicketType.member). */
+export interface MemberUnitQuote {
+  readonly discountPercent: number;
+  readonly discountPerTicket: MinorUnits;
+  /** What checkout charges a member per ticket when the member discount applies: quantity × this is the total. */
+  readonly buyerTotal: MinorUnits;
+}
+
+export function quoteMemberUnit(input: QuoteUnitInput & { readonly discountPercent: number }): MemberUnitQuote {
+  const unit = quoteUnit(input);
+  const discountPerTicket = memberDiscountPerTicket(unit.price, input.discountPercent);
+  const free = discountPerTicket === unit.price;
+  return {
+    discountPercent: input.discountPercent,
+    discountPerTicket,
+    buyerTotal: free ? 0 : subtractMinor(unit.buyerTotal, discountPerTicket),
+  };
+}
+
 export interface PriceOrderInput {
   /** List price of one ticket. */
   readonly unitPrice: MinorUnits;
@@ -157,8 +193,14 @@ export interface PriceOrderInput {
   readonly quantity: number;
   readonly feePolicy: FeePolicy;
   readonly numbered: boolean;
+  /** A discount code's rule (or a complimentary 100 %). */
   readonly discount?: Discount | null;
+  /** The buyer's member discount (rule 8); null or absent for non-members. */
+  readonly memberDiscountPercent?: number | null;
 }
+
+/** Which discount an order got (rule 9): none, the code's, or the member's. */
+export type AppliedDiscount = 'NONE' | 'CODE' | 'MEMBER';
 
 /** An order's amounts, as stored on the sale (subtotal, discountAmount, serviceFee, iva, total). */
 export interface OrderPrice {
@@ -177,17 +219,46 @@ export interface OrderPrice {
   readonly organizerServiceFee: MinorUnits;
   /** True when the discounted subtotal is 0: confirmed without a gateway, total 0. */
   readonly free: boolean;
+  /** Which discount discountAmount is (rule 9). */
+  readonly appliedDiscount: AppliedDiscount;
   /** The per-ticket quote the order was built from. */
   readonly unit: UnitQuote;
 }
 
-export function priceOrder({ unitPrice, quantity, feePolicy, numbered, discount }: PriceOrderInput): OrderPrice {
+/** Rule 9: the code's amount against the member's (null: the order has no such discount). */
+function chooseDiscount(
+  subtotal: MinorUnits,
+  code: MinorUnits | null,
+  member: MinorUnits | null,
+): { applied: AppliedDiscount; amount: MinorUnits } {
+  if (code === null && member === null) return { applied: 'NONE', amount: 0 };
+  if (member === null) return { applied: 'CODE', amount: code ?? 0 };
+  if (code === null) return { applied: 'MEMBER', amount: member };
+  if (code > member || (code === member && code === subtotal)) return { applied: 'CODE', amount: code };
+  return { applied: 'MEMBER', amount: member };
+}
+
+export function priceOrder({
+  unitPrice,
+  quantity,
+  feePolicy,
+  numbered,
+  discount,
+  memberDiscountPercent,
+}: PriceOrderInput): OrderPrice {
   if (!Number.isSafeInteger(quantity) || quantity < 1) {
     throw new RangeError(`quantity must be a positive integer, got ${quantity}`);
   }
   const unit = quoteUnit({ price: unitPrice, feePolicy, numbered });
   const subtotal = multiplyMinor(unit.price, quantity);
-  const discountAmount = discountAmountFor(subtotal, discount);
+  const chosen = chooseDiscount(
+    subtotal,
+    discount ? discountAmountFor(subtotal, discount) : null,
+    memberDiscountPercent === null || memberDiscountPercent === undefined
+      ? null
+      : multiplyMinor(memberDiscountPerTicket(unit.price, memberDiscountPercent), quantity),
+  );
+  const discountAmount = chosen.amount;
   const ticketAmount = subtractMinor(subtotal, discountAmount);
   const free = ticketAmount === 0;
   const serviceFee = free ? 0 : multiplyMinor(unit.buyerServiceFee, quantity);
@@ -202,6 +273,7 @@ export function priceOrder({ unitPrice, quantity, feePolicy, numbered, discount 
     total: addMinor(ticketAmount, serviceFee, iva),
     organizerServiceFee: free ? 0 : multiplyMinor(unit.organizerServiceFee, quantity),
     free,
+    appliedDiscount: chosen.applied,
     unit,
   };
 }

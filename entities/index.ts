@@ -4,11 +4,13 @@ import { Discount } from './discount.js';
 import { Event } from './event.js';
 import { EventDate } from './event-date.js';
 import { IdempotencyRecord } from './idempotency-record.js';
+import { MembershipPayment } from './membership-payment.js';
 import { MembershipPlan } from './membership-plan.js';
 import { MembershipSubscription } from './membership-subscription.js';
 import { OutboxEvent } from './outbox-event.js';
 import { PaymentAttempt } from './payment-attempt.js';
 import { Sale, SaleItem, SaleStockAllocation } from './sale.js';
+import { PayoutAccount, Settlement, SettlementAdjustment, SettlementFile, SettlementSale } from './settlement.js';
 import { Ticket } from './ticket.js';
 import { TicketStock } from './ticket-stock.js';
 import { TicketType } from './ticket-type.js';
@@ -27,13 +29,19 @@ export {
   Event,
   EventDate,
   IdempotencyRecord,
+  MembershipPayment,
   MembershipPlan,
   MembershipSubscription,
   OutboxEvent,
   PaymentAttempt,
+  PayoutAccount,
   Sale,
   SaleItem,
   SaleStockAllocation,
+  Settlement,
+  SettlementAdjustment,
+  SettlementFile,
+  SettlementSale,
   Ticket,
   TicketStock,
   TicketType,
@@ -69,4 +77,10 @@ export const ALL_ENTITIES = [
   PaymentAttempt,
   Webhook,
   OutboxEvent,
+  MembershipPayment,
+  PayoutAccount,
+  Settlement,
+  SettlementFile,
+  SettlementSale,
+  SettlementAdjustment,
 ];

@@ -50,6 +50,7 @@ async function subscribe(planId: string, status: 'PENDING' | 'ACTIVE' | 'CANCELL
     plan: planId,
     buyer: buyer.id,
     status,
+    currency: 'COP',
     currentPeriodEnd: status === 'ACTIVE' ? new Date('2027-01-31T00:00:00Z') : null,
     cancelledAt: status === 'CANCELLED' ? new Date('2026-12-01T00:00:00Z') : null,
   });
@@ -137,6 +138,7 @@ describe('membership plans: lists', () => {
         email: third.email,
         status: 'ACTIVE',
         since: expect.any(String),
+        renewalState: 'AWAITING_SIGNUP_PAYMENT',
         currentPeriodEnd: '2027-01-31T00:00:00.000Z',
         cancelledAt: null,
       },

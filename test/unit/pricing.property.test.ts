@@ -4,9 +4,11 @@ import {
   type Discount,
   type FeePolicy,
   IVA_BPS,
+  memberDiscountPerTicket,
   NO_FEES,
   organizerNet,
   priceOrder,
+  quoteMemberUnit,
   quoteUnit,
   resolveFeePolicy,
 } from '../../domain/pricing.js';
@@ -26,6 +28,9 @@ const discount: fc.Arbitrary<Discount> = fc.oneof(
   fc.integer({ min: 0, max: 10_000 }).map((bps): Discount => ({ type: 'PERCENT', value: bps / 100 })),
   fc.integer({ min: 0, max: 700_000_000 }).map((value): Discount => ({ type: 'FIXED', value })),
 );
+
+/** A plan's discountPercent: 0–100 with at most two decimals, as the membership plan API accepts it. */
+const memberPercent = fc.integer({ min: 0, max: 10_000 }).map((bps) => bps / 100);
 
 /** Independent oracle for IVA: half-up 19 % in plain integer arithmetic (exact for the ranges used here). */
 const ivaOracle = (fee: number): number => Math.floor((2 * fee * IVA_BPS + 10_000) / 20_000);
@@ -212,6 +217,77 @@ describe('order price (the sale amounts), hand-computed examples', () => {
   });
 });
 
+describe('member pricing (rules 8 and 9), hand-computed examples', () => {
+  test('a member discount is rounded per ticket: 12.5 % of 33,333 = 4,166.625 → 4,167 a ticket, 12,501 for three', () => {
+    const order = priceOrder({
+      unitPrice: 33_333,
+      quantity: 3,
+      feePolicy: NO_FEES,
+      numbered: false,
+      memberDiscountPercent: 12.5,
+    });
+    expect(order).toMatchObject({ subtotal: 99_999, discountAmount: 12_501, total: 87_498, appliedDiscount: 'MEMBER' });
+    expect(memberDiscountPerTicket(33_333, 12.5)).toBe(4_167);
+  });
+
+  test('the member quote: 50,000 with a 10 % + 1,000 fee and 20 % off → 10,000 off, buyerTotal 47,140', () => {
+    expect(
+      quoteMemberUnit({ price: 50_000, feePolicy: tenPercentPlus1000, numbered: false, discountPercent: 20 }),
+    ).toEqual({ discountPercent: 20, discountPerTicket: 10_000, buyerTotal: 47_140 });
+    // The fee and IVA stay those of the list price: 6,000 and 1,140 a ticket.
+    const order = priceOrder({
+      unitPrice: 50_000,
+      quantity: 2,
+      feePolicy: tenPercentPlus1000,
+      numbered: false,
+      memberDiscountPercent: 20,
+    });
+    expect(order).toMatchObject({ discountAmount: 20_000, serviceFee: 12_000, iva: 2_280, total: 94_280 });
+  });
+
+  test('a 100 % member discount makes the order free, with no fee or IVA, and the member quote is 0', () => {
+    const base = { unitPrice: 50_000, quantity: 2, feePolicy: tenPercentPlus1000, numbered: false };
+    expect(priceOrder({ ...base, memberDiscountPercent: 100 })).toMatchObject({
+      total: 0,
+      serviceFee: 0,
+      iva: 0,
+      free: true,
+      appliedDiscount: 'MEMBER',
+    });
+    expect(
+      quoteMemberUnit({ price: 50_000, feePolicy: tenPercentPlus1000, numbered: false, discountPercent: 100 }),
+    ).toMatchObject({ discountPerTicket: 50_000, buyerTotal: 0 });
+  });
+
+  test('no stacking: a code taking more than the member discount wins, and the member discount wins otherwise', () => {
+    const base = { unitPrice: 50_000, quantity: 2, feePolicy: NO_FEES, numbered: false, memberDiscountPercent: 10 };
+    expect(priceOrder({ ...base, discount: { type: 'PERCENT', value: 15 } })).toMatchObject({
+      discountAmount: 15_000,
+      appliedDiscount: 'CODE',
+    });
+    expect(priceOrder({ ...base, discount: { type: 'FIXED', value: 5_000 } })).toMatchObject({
+      discountAmount: 10_000,
+      appliedDiscount: 'MEMBER',
+    });
+  });
+
+  test('a tie goes to the member discount (the code keeps its use) unless the code makes the order free', () => {
+    const base = { unitPrice: 50_000, quantity: 2, feePolicy: NO_FEES, numbered: false };
+    expect(
+      priceOrder({ ...base, memberDiscountPercent: 10, discount: { type: 'FIXED', value: 10_000 } }),
+    ).toMatchObject({ discountAmount: 10_000, appliedDiscount: 'MEMBER' });
+    expect(
+      priceOrder({ ...base, memberDiscountPercent: 100, discount: { type: 'PERCENT', value: 100 } }),
+    ).toMatchObject({ total: 0, free: true, appliedDiscount: 'CODE' });
+  });
+
+  test('a member percentage above 100 or with more than two decimals is refused, not rounded', () => {
+    const base = { unitPrice: 10_000, quantity: 1, feePolicy: NO_FEES, numbered: false };
+    expect(() => priceOrder({ ...base, memberDiscountPercent: 100.01 })).toThrow(RangeError);
+    expect(() => priceOrder({ ...base, memberDiscountPercent: 12.345 })).toThrow(RangeError);
+  });
+});
+
 // ── Properties ────────────────────────────────────────────────────────────────────────────────────────────────
 
 describe('pricing properties', () => {
@@ -340,6 +416,110 @@ describe('pricing properties', () => {
           const lowOrder = priceOrder({ ...base, discount: { type: 'PERCENT', value: low / 100 } });
           const highOrder = priceOrder({ ...base, discount: { type: 'PERCENT', value: high / 100 } });
           expect(highOrder.discountAmount).toBeGreaterThanOrEqual(lowOrder.discountAmount);
+        },
+      ),
+    );
+  });
+});
+
+describe('member pricing properties', () => {
+  test('a member order is quantity × the member quote, for every price, policy, seating, quantity 1–30 and percent', () => {
+    fc.assert(
+      fc.property(price, quantity, feePolicy, fc.boolean(), memberPercent, (p, q, policy, numbered, percent) => {
+        const quote = quoteMemberUnit({ price: p, feePolicy: policy, numbered, discountPercent: percent });
+        const order = priceOrder({
+          unitPrice: p,
+          quantity: q,
+          feePolicy: policy,
+          numbered,
+          memberDiscountPercent: percent,
+        });
+        expect(order.total).toBe(q * quote.buyerTotal);
+        expect(order.discountAmount).toBe(q * quote.discountPerTicket);
+        expect(order.appliedDiscount).toBe('MEMBER');
+      }),
+    );
+  });
+
+  test('the member quote takes the discount off the list price only; fees and IVA stay unless the ticket is free', () => {
+    fc.assert(
+      fc.property(price, feePolicy, fc.boolean(), memberPercent, (p, policy, numbered, percent) => {
+        const unit = quoteUnit({ price: p, feePolicy: policy, numbered });
+        const member = quoteMemberUnit({ price: p, feePolicy: policy, numbered, discountPercent: percent });
+        // Independent oracle: half-up of p × percent / 100 in plain integers (exact for these ranges).
+        const bps = Math.round(percent * 100);
+        expect(member.discountPerTicket).toBe(Math.floor((2 * p * bps + 10_000) / 20_000));
+        expect(member.discountPerTicket).toBeLessThanOrEqual(p);
+        if (member.discountPerTicket === p) expect(member.buyerTotal).toBe(0);
+        else expect(member.buyerTotal).toBe(p - member.discountPerTicket + unit.buyerServiceFee + unit.iva);
+      }),
+    );
+  });
+
+  test('member and code never stack: the order gets the larger discount, so it pays the lower of the two totals', () => {
+    fc.assert(
+      fc.property(
+        price,
+        quantity,
+        feePolicy,
+        fc.boolean(),
+        memberPercent,
+        discount,
+        (p, q, policy, numbered, percent, code) => {
+          const base = { unitPrice: p, quantity: q, feePolicy: policy, numbered };
+          const both = priceOrder({ ...base, discount: code, memberDiscountPercent: percent });
+          const codeOnly = priceOrder({ ...base, discount: code });
+          const memberOnly = priceOrder({ ...base, memberDiscountPercent: percent });
+          expect(both.discountAmount).toBe(Math.max(codeOnly.discountAmount, memberOnly.discountAmount));
+          expect(both.total).toBe(Math.min(codeOnly.total, memberOnly.total));
+          const winner = both.appliedDiscount === 'CODE' ? codeOnly : memberOnly;
+          expect(both).toEqual({ ...winner, appliedDiscount: both.appliedDiscount });
+          if (both.appliedDiscount === 'MEMBER') {
+            const quote = quoteMemberUnit({ price: p, feePolicy: policy, numbered, discountPercent: percent });
+            expect(both.total).toBe(q * quote.buyerTotal);
+          }
+          // Ties: the member discount, unless the code makes the order free.
+          if (codeOnly.discountAmount === memberOnly.discountAmount) {
+            expect(both.appliedDiscount).toBe(codeOnly.free ? 'CODE' : 'MEMBER');
+          }
+        },
+      ),
+    );
+  });
+
+  test('the free rule holds with member discounts and codes: free exactly when the discounted subtotal is 0', () => {
+    fc.assert(
+      fc.property(
+        price,
+        quantity,
+        feePolicy,
+        fc.boolean(),
+        fc.option(memberPercent),
+        fc.option(discount),
+        (p, q, policy, numbered, percent, code) => {
+          const order = priceOrder({
+            unitPrice: p,
+            quantity: q,
+            feePolicy: policy,
+            numbered,
+            discount: code,
+            memberDiscountPercent: percent,
+          });
+          expect(order.free).toBe(order.subtotal - order.discountAmount === 0);
+          expect(order.total).toBe(order.subtotal - order.discountAmount + order.serviceFee + order.iva);
+          if (order.free) {
+            expect(order).toMatchObject({
+              total: 0,
+              serviceFee: 0,
+              iva: 0,
+              seatingSurcharge: 0,
+              organizerServiceFee: 0,
+            });
+          } else {
+            expect(order.total).toBeGreaterThan(0);
+            expect(order.serviceFee).toBe(q * order.unit.buyerServiceFee);
+            expect(order.iva).toBe(q * order.unit.iva);
+          }
         },
       ),
     );
