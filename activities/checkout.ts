@@ -4,17 +4,8 @@ import { SALE_REFERENCE_RANDOM_BYTES, saleReferenceFromBytes } from '../domain/c
 import { type Discount as DiscountRule, priceOrder, ticketTypeFeePolicy } from '../domain/pricing.js';
 import type { SaleStatus } from '../domain/sale-state.js';
 import { newId } from '../entities/ids.js';
-import {
-  Discount,
-  Event,
-  EventDate,
-  MembershipPlan,
-  MembershipSubscription,
-  Sale,
-  SaleItem,
-  TicketType,
-  Workspace,
-} from '../entities/index.js';
+import { Discount, Event, EventDate, Sale, SaleItem, TicketType, Workspace } from '../entities/index.js';
+import { activeMembership } from '../entities/membership-queries.js';
 import type { ISale } from '../entities/sale.js';
 import { releaseStock, takeStock } from '../entities/stock.js';
 import {
@@ -60,21 +51,6 @@ async function newReference(em: EntityManager): Promise<string> {
   throw new Error('could not draw a free sale reference');
 }
 
-async function isMember(em: EntityManager, workspaceId: string, buyerId: string | null, now: Date): Promise<boolean> {
-  if (!buyerId) return false;
-  const subscriptions = await em.find(
-    MembershipSubscription,
-    { workspace: workspaceId, buyer: buyerId, status: 'ACTIVE' },
-    ANY_TENANT,
-  );
-  for (const subscription of subscriptions) {
-    if (subscription.currentPeriodEnd && subscription.currentPeriodEnd <= now) continue;
-    const plan = await em.findOne(MembershipPlan, { id: subscription.plan }, ANY_TENANT);
-    if (plan?.benefits.membersOnlyAccess) return true;
-  }
-  return false;
-}
-
 /** Every rule of contract 4.2 checked under the same transaction that takes the stock. */
 async function reserveInTransaction(
   tx: EntityManager,
@@ -98,6 +74,11 @@ async function reserveInTransaction(
   if (event.salesMode === 'EXTERNAL') {
     reject('EXTERNAL_SALE', 'external_sale', 'This event sells elsewhere', { url: event.externalSalesUrl });
   }
+  // Organizer sales set their own price, so membership only matters to buyers' own orders.
+  const membership =
+    request.buyerId && request.origin !== 'ORGANIZER'
+      ? await activeMembership(tx, workspace.id, request.buyerId, now)
+      : null;
   if (!request.confirmImmediately) {
     if ((date.salesStartAt && date.salesStartAt > now) || (date.salesEndAt && date.salesEndAt <= now)) {
       reject('SALE_CLOSED', 'sales_window_closed', 'Sales for this date are not open', {
@@ -111,7 +92,7 @@ async function reserveInTransaction(
     if (type.membersOnly) {
       if (request.origin === 'PUBLIC')
         reject('MEMBERS_ONLY', 'members_only', 'Members-only tickets are sold to signed-in members only');
-      if (!(await isMember(tx, workspace.id, request.buyerId, now))) {
+      if (!membership?.benefits.membersOnlyAccess) {
         reject('MEMBERS_ONLY', 'members_only', 'This ticket type is for members; join a membership plan first');
       }
     }
@@ -180,12 +161,12 @@ async function reserveInTransaction(
   }
 
   let discount: DiscountRule | undefined;
-  let discountId: string | null = null;
+  let code: { id: string } | null = null;
   if (request.complimentary) {
     discount = { type: 'PERCENT', value: 100 };
   } else if (request.discountCode) {
-    const code = request.discountCode.trim().toUpperCase();
-    const found = await tx.findOne(Discount, { workspace: workspace.id, code, active: true }, ANY_TENANT);
+    const typed = request.discountCode.trim().toUpperCase();
+    const found = await tx.findOne(Discount, { workspace: workspace.id, code: typed, active: true }, ANY_TENANT);
     const valid =
       found &&
       (found.event === null || found.event === event.id) &&
@@ -193,16 +174,16 @@ async function reserveInTransaction(
       (!found.endsAt || found.endsAt > now);
     if (!found || !valid)
       return reject('ORDER_REJECTED', 'invalid_discount_code', 'This discount code is not valid for this event');
-    const used = await tx.execute<{ id: string }[]>(
-      'update discounts set uses = uses + 1 where id = ? and (max_uses is null or uses < max_uses) returning id',
-      [found.id],
-    );
-    if (used.length === 0) reject('ORDER_REJECTED', 'discount_exhausted', 'This discount code has been used up');
+    // A code the buyer typed is refused when used up even if their member discount would win: they asked for it.
+    if (found.maxUses != null && found.uses >= found.maxUses) {
+      reject('ORDER_REJECTED', 'discount_exhausted', 'This discount code has been used up');
+    }
     discount = { type: found.type, value: found.value };
-    discountId = found.id;
+    code = { id: found.id };
   }
 
   const policy = ticketTypeFeePolicy(workspace, type);
+  const memberPercent = request.complimentary ? 0 : (membership?.benefits.discountPercent ?? 0);
   const price = priceOrder({
     unitPrice: type.price,
     quantity: request.quantity,
@@ -212,7 +193,19 @@ async function reserveInTransaction(
         : policy,
     numbered,
     ...(discount ? { discount } : {}),
+    // One pricing engine decides between the member discount and a code (domain/pricing.ts rule 9).
+    ...(memberPercent > 0 ? { memberDiscountPercent: memberPercent } : {}),
   });
+  let discountId: string | null = null;
+  if (code && price.appliedDiscount === 'CODE') {
+    // The use is spent only by the order the code priced; the conditional update settles a race for the last use.
+    const used = await tx.execute<{ id: string }[]>(
+      'update discounts set uses = uses + 1 where id = ? and (max_uses is null or uses < max_uses) returning id',
+      [code.id],
+    );
+    if (used.length === 0) reject('ORDER_REJECTED', 'discount_exhausted', 'This discount code has been used up');
+    discountId = code.id;
+  }
 
   const confirmedNow = price.free || request.confirmImmediately;
   const windowMs = request.paymentWindowMs ?? date.paymentWindowMinutes * 60_000;
@@ -573,8 +566,9 @@ export function createCheckoutActivities(deps: ActivityDeps) {
       }
       try {
         return await em.transactional(async (tx) => {
-          const rows = await tx.execute<{ status: SaleStatus; payment_ref: string | null }[]>(
-            'select status, payment_ref from sales where id = ? for update',
+          const rows = await tx.execute<{ status: SaleStatus; payment_ref: string | null; event_status: string }[]>(
+            `select s.status, s.payment_ref, e.status as event_status
+               from sales s join events e on e.id = s.event_id where s.id = ? for update of s`,
             [input.saleId],
           );
           const status = rows[0]?.status;
@@ -584,6 +578,8 @@ export function createCheckoutActivities(deps: ActivityDeps) {
           if (status === 'CONFIRMED')
             return { outcome: 'already_confirmed' as const, status, paymentRef: rows[0]?.payment_ref ?? null };
           if (status !== 'ABANDONED') return { outcome: 'needs_refund' as const, status: status ?? 'ABANDONED' };
+          // The event was called off after this sale lapsed: the money goes back instead of selling a dead ticket.
+          if (rows[0]?.event_status === 'CANCELLED') return { outcome: 'needs_refund' as const, status };
           const items = await tx.find(SaleItem, { sale: input.saleId });
           for (const item of items) {
             const taken = await takeStock(tx, {

@@ -6,6 +6,24 @@ import { Workspace } from './workspace.js';
 export const EVENT_STATUSES = ['DRAFT', 'PUBLISHED', 'CANCELLED'] as const;
 export const SALES_MODES = ['INTERNAL', 'EXTERNAL'] as const;
 
+/**
+ * Progress of the event-cancellation workflow, written by it after every pass so GET /events/{id} answers without
+ * asking Temporal. Counts are the event's sales by status at that moment; `failures` are sales it could not undo
+ * (a gateway that refuses a refund for good, a complimentary sale already used at the door).
+ */
+export interface EventCancellationProgress {
+  state: 'RUNNING' | 'DONE';
+  pending: number;
+  confirmed: number;
+  cancelled: number;
+  refunded: number;
+  abandoned: number;
+  failures: { saleId: string; reference: string; code: string; message: string }[];
+  startedAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+}
+
 export const Event = defineEntity({
   name: 'Event',
   tableName: 'events',
@@ -28,6 +46,7 @@ export const Event = defineEntity({
     gatewayBOnly: p.boolean().default(false),
     publishedAt: p.datetime().columnType('timestamptz').nullable(),
     cancelledAt: p.datetime().columnType('timestamptz').nullable(),
+    cancellation: p.json<EventCancellationProgress>().nullable(),
     deletedAt: p.datetime().columnType('timestamptz').nullable(),
   },
 });

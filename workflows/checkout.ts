@@ -21,9 +21,7 @@ import {
   ActivityFailure,
   ApplicationFailure,
   allHandlersFinished,
-  CancellationScope,
   condition,
-  isCancellation,
   log,
   patched,
   proxyActivities,
@@ -59,38 +57,10 @@ import {
   SA,
   saleStatusChangedSignal,
 } from './definitions.js';
+import { rerunWhenEvicted, UNTIL_IT_WORKS } from './local-steps.js';
 
 /** The version marker: executions without it in their history replay the first version (checkout-legacy.ts). */
 export const CHECKOUT_V2 = 'checkout-v2-money-never-stranded';
-
-const UNTIL_IT_WORKS = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' };
-
-type Steps = Record<string, (...args: never[]) => Promise<unknown>>;
-
-/**
- * A local activity still running when its run is evicted from the worker's cache comes back cancelled (SDK core
- * invalidates it; evictions happen whenever the cache is full, as in a flash sale, and after restarts). Every local
- * step here is idempotent, so a cancelled one simply runs again, unless the workflow itself is being cancelled.
- */
-function rerunWhenEvicted<T extends Steps>(steps: T): T {
-  return new Proxy(steps, {
-    get(target, name: string) {
-      const step = target[name];
-      if (typeof step !== 'function') return step;
-      return async (...args: never[]) => {
-        for (;;) {
-          try {
-            return await step(...args);
-          } catch (error) {
-            const evicted = isCancellation(error) && !CancellationScope.current().consideredCancelled;
-            if (!evicted) throw error;
-            log.warn('a local step was cancelled by a cache eviction; running it again', { step: name });
-          }
-        }
-      };
-    },
-  });
-}
 
 /**
  * Short, idempotent database transactions run inside the workflow task (local activities): no task-queue round

@@ -2,7 +2,7 @@
  * Names, ids and payload types shared by the API (which starts, updates and signals workflows) and the workflows
  * themselves. Free of I/O, so both sides import it; workflow-ID helpers go both ways.
  */
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineSearchAttributeKey, type SearchAttributePair, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { SaleStatus } from '../domain/sale-state.js';
 
@@ -280,6 +280,22 @@ export const SA = {
   gateway: defineSearchAttributeKey('Gateway', SearchAttributeType.KEYWORD),
 };
 
+/**
+ * Set when a cancellation or refund execution starts, so an operator finds it in the Temporal UI by the sale; the
+ * workflow overwrites SaleStatus with the status it ends with.
+ */
+export const saleSearchAttributes = (sale: {
+  reference: string;
+  workspace: string;
+  eventDate: string;
+  status: SaleStatus;
+}): SearchAttributePair[] => [
+  { key: SA.saleReference, value: sale.reference },
+  { key: SA.workspaceId, value: sale.workspace },
+  { key: SA.eventDateId, value: sale.eventDate },
+  { key: SA.saleStatus, value: sale.status },
+];
+
 // ---------------------------------------------------------------- buyer sign-in
 
 export const buyerSignInWorkflowId = (requestId: string): string => `buyer-sign-in/${requestId}`;
@@ -323,8 +339,8 @@ export const saleIdFromRefundWorkflowId = (workflowId: string): string | null =>
 export interface RefundInput {
   saleId: string;
   reason: string;
-  /** Refund even though a ticket was used at the door. */
-  force: boolean;
+  /** No longer read: refunds go through with used tickets. Kept so executions recorded with it still decode. */
+  force?: boolean;
   notifyBuyer: boolean;
 }
 

@@ -368,6 +368,28 @@ describe('late payments are never lost (contract 3, rule 5)', () => {
     );
   });
 
+  test('paid after expiry when the event was cancelled meanwhile: the payment is refunded, no ticket is sold', async () => {
+    const event = await publishEvent(shortApi, organizer, { capacity: 5 });
+    const { token, order } = await reserve(shortApi, event, 'late-cancelled-event');
+    await payAtBank(shortApi, token, order.saleId);
+    await expired(token, order.saleId);
+    const cancelled = await shortApi.request({
+      method: 'POST',
+      url: `/api/v1/events/${event.eventId}/cancel`,
+      headers: bearer(organizer.key),
+      payload: {},
+    });
+    expect(cancelled.statusCode).toBe(200);
+    await control('/gateway-a/pse/settle', { reference: order.reference, outcome: 'approved' });
+    const refunded = await eventually(
+      () => orderOf(shortApi, token, order.saleId),
+      (o) => o.paymentStatus === 'FT_LATE_PAYMENT_REFUNDED',
+      20_000,
+    );
+    expect(refunded.status).toBe('ABANDONED');
+    expect(refunded.tickets).toEqual([]);
+  });
+
   test('paid after expiry when the stock was sold meanwhile: the payment is refunded and the reason recorded', async () => {
     const event = await publishEvent(shortApi, organizer, { capacity: 1 });
     const { token, order } = await reserve(shortApi, event, 'late-refund');

@@ -81,8 +81,8 @@ describe('reservation rules of contract 4.2', () => {
       .data.id;
     // Membership sign-up (payment of the first period) is a later capability; the subscription row stands in for it.
     await api.orm.em.fork().execute(
-      `insert into membership_subscriptions (id, created_at, updated_at, workspace_id, plan_id, buyer_id, status, current_period_end)
-       values (?, now(), now(), ?, ?, ?, 'ACTIVE', now() + interval '30 days')`,
+      `insert into membership_subscriptions (id, created_at, updated_at, workspace_id, plan_id, buyer_id, status, current_period_end, currency)
+       values (?, now(), now(), ?, ?, ?, 'ACTIVE', now() + interval '30 days', 'COP')`,
       [newId(), organizer.workspaceId, plan.json().data.id, buyerId],
     );
     expect((await reserveOrder(api, token, orderBody(event))).statusCode).toBe(201);

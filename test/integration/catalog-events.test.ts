@@ -94,6 +94,7 @@ describe('events: create, read, update', () => {
       gatewayBOnly: false,
       publishedAt: null,
       cancelledAt: null,
+      cancellation: null,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });

@@ -1,5 +1,6 @@
 import { type FilterQuery, LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { type ZodIssue, z } from 'zod';
 import { AppError, notFound } from '../../../domain/errors.js';
@@ -11,6 +12,9 @@ import {
 } from '../../../entities/event-date.js';
 import { isUuid, newId } from '../../../entities/ids.js';
 import { Event, EventDate, Sale, TicketType, Venue } from '../../../entities/index.js';
+import { SA } from '../../../workflows/definitions.js';
+import type { eventCancellation } from '../../../workflows/event-cancellation.js';
+import { eventCancellationWorkflowId } from '../../../workflows/event-cancellation-definitions.js';
 import { dataOf, listOf, type Warning } from '../../http/envelope.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
@@ -29,6 +33,27 @@ const LIVE_SALE_STATUSES = ['PENDING', 'CONFIRMED'] as const;
 // ---------------------------------------------------------------------------------------------------------------
 // Schemas
 
+const EventCancellationSchema = z
+  .object({
+    state: z.enum(['RUNNING', 'DONE']).meta({
+      description: 'DONE when no sale of the event holds stock or money any more, except the failures listed',
+    }),
+    pending: z.number().int(),
+    confirmed: z.number().int(),
+    cancelled: z.number().int(),
+    refunded: z.number().int(),
+    abandoned: z.number().int(),
+    failures: z
+      .array(z.object({ saleId: z.string(), reference: z.string(), code: z.string(), message: z.string() }))
+      .meta({
+        description: 'Sales that could not be undone (e.g. the gateway refused the refund); handle them by hand',
+      }),
+    startedAt: z.string(),
+    updatedAt: z.string(),
+    finishedAt: z.string().nullable(),
+  })
+  .meta({ id: 'EventCancellation' });
+
 export const EventSchema = z
   .object({
     id: z.string(),
@@ -43,6 +68,9 @@ export const EventSchema = z
     gatewayBOnly: z.boolean(),
     publishedAt: z.string().nullable(),
     cancelledAt: z.string().nullable(),
+    cancellation: EventCancellationSchema.nullable().meta({
+      description: 'Progress of undoing the sales of a cancelled event; null until the event is cancelled',
+    }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
@@ -139,6 +167,15 @@ const CreateDatesBody = z.union([CreateDatesBatchBody, CreateDateBody]).meta({
 const UpdateDateBody = DateFields.partial();
 
 const EventIdParams = IdParamSchema;
+/** The body is optional: clients that cancel with an empty POST (as before the reason existed) keep working. */
+const CancelEventBody = z.preprocess(
+  (body) => body ?? {},
+  z.object({
+    reason: z.string().trim().min(1).max(300).optional().meta({
+      description: 'Kept as the failure reason of every cancelled sale and in each refund',
+    }),
+  }),
+);
 const EventDateParams = z.object({ id: z.string().min(1).max(200), dateId: z.string().min(1).max(200) });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -157,6 +194,7 @@ const toEvent = (event: IEvent) => ({
   gatewayBOnly: event.gatewayBOnly,
   publishedAt: isoOrNull(event.publishedAt),
   cancelledAt: isoOrNull(event.cancelledAt),
+  cancellation: event.cancellation ?? null,
   createdAt: event.createdAt.toISOString(),
   updatedAt: event.updatedAt.toISOString(),
 });
@@ -515,12 +553,19 @@ export const eventRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
       config: organizer('ADMIN', 'events'),
       schema: {
         tags: ['events'],
-        summary: 'Cancel an event (keeps the record and its sales); repeating it changes nothing',
+        summary: 'Cancel an event: it stops selling now, and every sale is cancelled or refunded in the background',
+        description:
+          'The event becomes CANCELLED in this request (no new orders). The workflow `event-cancellation/<eventId>` then ' +
+          'cancels its PENDING sales, refunds its sales paid through a gateway (buyers are emailed; each refund emits ' +
+          '`sale.refunded`) and cancels complimentary and box-office sales; `cancellation` on the event shows its ' +
+          'progress. Repeating the request changes nothing and never refunds a sale twice. Body: optional `reason`.',
         params: EventIdParams,
+        body: CancelEventBody,
         response: { 200: dataOf(EventSchema) },
       },
     },
     async (request) => {
+      const workspace = activeWorkspace(request);
       const event = await request.em.transactional(async (tx) => {
         const found = await findEvent(tx, request.params.id, { lock: true });
         if (found.status !== 'CANCELLED') {
@@ -529,6 +574,27 @@ export const eventRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
         }
         return found;
       });
+      // After the commit: a crash between the two leaves a cancelled event whose repeat request starts the workflow.
+      await services.temporal.workflow
+        .start<typeof eventCancellation>('eventCancellation', {
+          workflowId: eventCancellationWorkflowId(event.id),
+          taskQueue: services.env.TEMPORAL_TASK_QUEUE,
+          args: [
+            {
+              eventId: event.id,
+              workspaceId: workspace.workspaceId,
+              reason: request.body.reason ?? 'event_cancelled',
+              finalSweepDelayMs: services.env.EVENT_CANCELLATION_FINAL_SWEEP_MS,
+            },
+          ],
+          typedSearchAttributes: [{ key: SA.workspaceId, value: workspace.workspaceId }],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          // A finished cancellation is not run again by a repeated request: nothing is left to undo.
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        })
+        .catch((error: unknown) => {
+          if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+        });
       request.log.info({ eventId: event.id }, 'event cancelled');
       return { data: toEvent(event) };
     },
