@@ -118,6 +118,8 @@ export interface CancelInspection {
 
 export type RefundPreparation =
   | { state: 'ready'; gateway: Gateway; paymentRef: string; reference: string }
+  /** No gateway holds the money (complimentary, box office): the organizer returns it by hand, if there was any. */
+  | { state: 'offline'; reference: string }
   | { state: 'already_refunded'; gateway: Gateway | null }
   | {
       state: 'rejected';
@@ -270,7 +272,8 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
      * Checks that a refund is allowed and stops admission while it runs: the sale is locked, its VALID tickets become
      * INVALID (so nobody enters on a ticket whose money is going back), and the request is recorded. Idempotent.
      */
-    async prepareRefund(input: { saleId: string; force: boolean; reason: string }): Promise<RefundPreparation> {
+    /** `force` is ignored: executions recorded while refunds of checked-in sales needed it still pass it. */
+    async prepareRefund(input: { saleId: string; force?: boolean; reason: string }): Promise<RefundPreparation> {
       const em = deps.orm.em.fork();
       return em.transactional(async (tx): Promise<RefundPreparation> => {
         const sale = await lockSale(tx, input.saleId);
@@ -284,28 +287,14 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
             details: { reason: 'not_confirmed', status: sale.status },
           };
         }
-        if (!paidThroughGateway(sale) || sale.payment_provider === null || sale.payment_ref === null) {
-          return {
-            state: 'rejected',
-            code: 'SALE_NOT_REFUNDABLE',
-            message:
-              'This sale was not paid through a gateway (complimentary or box office): there is no payment to return; cancel it instead',
-            details: { reason: 'no_gateway_payment', paymentStatus: sale.payment_status },
-          };
-        }
-        const used = await usedTickets(tx, input.saleId);
-        if (used.count > 0 && !input.force) {
-          return {
-            state: 'rejected',
-            code: 'SALE_ALREADY_CHECKED_IN',
-            message: 'A ticket of this sale was used at the door; send force: true to refund it anyway',
-            details: { usedTickets: used.count, checkedInAt: used.lastCheckedInAt },
-          };
-        }
+        // Tickets used at the door do not stop a refund (contract part 3, rule 1: "use refund instead").
         await tx.execute(
           `update tickets set status = 'INVALID', updated_at = now() where sale_id = ? and status = 'VALID'`,
           [input.saleId],
         );
+        if (!paidThroughGateway(sale) || sale.payment_provider === null || sale.payment_ref === null) {
+          return { state: 'offline', reference: sale.reference };
+        }
         await recordRefundAttempt(tx, {
           saleId: input.saleId,
           gateway: sale.payment_provider,
@@ -361,8 +350,9 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
      */
     async completeRefund(input: {
       saleId: string;
-      gateway: Gateway;
-      paymentRef: string;
+      /** Null for an offline refund (no gateway payment): nothing is recorded as a gateway attempt. */
+      gateway: Gateway | null;
+      paymentRef: string | null;
       gatewayStatus: string;
       refundId: string | null;
       reason: string;
@@ -382,15 +372,17 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
           [input.saleId],
         );
         await releaseStock(tx, input.saleId);
-        await recordRefundAttempt(tx, {
-          saleId: input.saleId,
-          gateway: input.gateway,
-          // Every REFUND attempt names the payment it gives back (the reconciler and the checkout match on it).
-          providerPaymentId: input.paymentRef,
-          status: input.gatewayStatus,
-          dedupeKey: `refund:${input.saleId}`,
-          note: `refund ${input.refundId ?? '(id not reported)'} confirmed by the gateway: ${input.reason}`,
-        });
+        if (input.gateway) {
+          await recordRefundAttempt(tx, {
+            saleId: input.saleId,
+            gateway: input.gateway,
+            // Every REFUND attempt names the payment it gives back (the reconciler and the checkout match on it).
+            providerPaymentId: input.paymentRef,
+            status: input.gatewayStatus,
+            dedupeKey: `refund:${input.saleId}`,
+            note: `refund ${input.refundId ?? '(id not reported)'} confirmed by the gateway: ${input.reason}`,
+          });
+        }
         await appendSaleEvent(tx, 'sale.refunded', input.saleId, { reason: input.reason });
         return { changed: true, status: 'REFUNDED' as const };
       });

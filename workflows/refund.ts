@@ -1,7 +1,8 @@
 /**
  * Refund: the organizer's POST /sales/{id}/refund. Full refund through the gateway that took the money.
  *
- * prepare (lock the sale; CONFIRMED, paid through a gateway, no ticket used unless force; tickets stop admitting)
+ * prepare (lock the sale; CONFIRMED; tickets stop admitting, used ones included)
+ *   ─▶ no gateway payment (complimentary, box office): REFUNDED at once, the money (if any) returned by hand
  *   ─▶ refund at the gateway, retried with backoff and no attempt cap until the gateway confirms
  *        (gateway A: refund with idempotency key refund-<saleId>; gateway B: void)
  *   ─▶ one transaction: REFUNDED, tickets INVALID, stock back, PaymentAttempt REFUND, outbox `sale.refunded`
@@ -33,6 +34,9 @@ const gateway = proxyActivities<SalesOpsActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 minutes' },
 });
 
+/** The sale's paymentStatus after an offline refund (values prefixed FT_ are the service's own, contract part 2). */
+const OFFLINE_REFUND_STATUS = 'FT_REFUNDED_OFFLINE';
+
 const mail = proxyActivities<TicketOpsActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 10 },
@@ -44,6 +48,30 @@ const mail = proxyActivities<TicketOpsActivities>({
  */
 function recordFinalStatus(status: SaleStatus): void {
   if (patched('refund-final-sale-status')) upsertSearchAttributes([{ key: SA.saleStatus, value: status }]);
+}
+
+/**
+ * A complimentary or box-office sale: no gateway holds the money, so the sale is undone here (REFUNDED, tickets
+ * INVALID, stock back, `sale.refunded`) and whatever was paid at the box office goes back by hand.
+ */
+async function refundOffline(input: RefundInput): Promise<RefundResult> {
+  const completed = await steps.completeRefund({
+    saleId: input.saleId,
+    gateway: null,
+    paymentRef: null,
+    gatewayStatus: OFFLINE_REFUND_STATUS,
+    refundId: null,
+    reason: input.reason,
+  });
+  recordFinalStatus(completed.status);
+  return {
+    ok: true,
+    saleStatus: completed.status,
+    changed: completed.changed,
+    gateway: null,
+    refundId: null,
+    gatewayStatus: OFFLINE_REFUND_STATUS,
+  };
 }
 
 export async function refund(input: RefundInput): Promise<RefundResult> {
@@ -67,6 +95,8 @@ export async function refund(input: RefundInput): Promise<RefundResult> {
       gatewayStatus: null,
     };
   }
+
+  if (prepared.state === 'offline') return refundOffline(input);
 
   phase = 'refunding_at_gateway';
   let refunded: { status: string; refundId: string | null };

@@ -149,16 +149,32 @@ describe('refund (POST /sales/{id}/refund)', () => {
     }
   });
 
-  test('a complimentary sale gets 409 SALE_NOT_REFUNDABLE (no gateway payment; cancel it instead)', async () => {
+  test('a complimentary sale with a ticket used at the door is refunded offline: REFUNDED, nothing at a gateway', async () => {
     const event = await publishEvent(api, organizer, { capacity: 5 });
-    const sale = await complimentary(api, organizer, event);
-    const response = await refund(organizer, sale.id);
-    expect(response.statusCode).toBe(409);
-    expect(response.json().error).toMatchObject({
-      code: 'SALE_NOT_REFUNDABLE',
-      details: { reason: 'no_gateway_payment' },
+    const sale = await complimentary(api, organizer, event, 2);
+    const [ticket] = await ticketsOf(api, organizer, sale.id);
+    const checkin = await api.request({
+      method: 'POST',
+      url: `/api/v1/tickets/${ticket!.code}/checkin`,
+      headers: bearer(organizer.key),
     });
-    expect((await saleOf(api, organizer, sale.id)).status).toBe('CONFIRMED');
+    expect(checkin.statusCode).toBe(200);
+    // Cancel refuses a sale used at the door (contract part 3, rule 1) ...
+    const cancelled = await api.request({
+      method: 'POST',
+      url: `/api/v1/sales/${sale.id}/cancel`,
+      headers: bearer(organizer.key),
+      payload: {},
+    });
+    expect(cancelled.json().error.code).toBe('SALE_ALREADY_CHECKED_IN');
+    // ... and refund undoes it.
+    const response = await refund(organizer, sale.id, { reason: 'guest list mistake' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json().data.sale).toMatchObject({ status: 'REFUNDED', paymentStatus: 'FT_REFUNDED_OFFLINE' });
+    expect(response.json().data.refund).toMatchObject({ status: 'completed', gateway: null, refundId: null });
+    expect((await ticketsOf(api, organizer, sale.id)).map((t) => t.status)).toEqual(['INVALID', 'INVALID']);
+    expect(await available(api, organizer, event.ticketTypeId)).toBe(5);
+    expect((await attemptsOf(organizer, sale.id)).filter((a) => a.kind === 'REFUND')).toEqual([]);
   });
 
   test('a PENDING sale gets 409 SALE_NOT_REFUNDABLE (not_confirmed)', async () => {
@@ -169,23 +185,21 @@ describe('refund (POST /sales/{id}/refund)', () => {
     expect(response.json().error).toMatchObject({ code: 'SALE_NOT_REFUNDABLE', details: { reason: 'not_confirmed' } });
   });
 
-  test('a checked-in sale needs force: true (409 SALE_ALREADY_CHECKED_IN otherwise); with it the refund goes through', async () => {
+  test('a checked-in card sale is refunded without any force flag (contract part 3, rule 1: use refund instead)', async () => {
     const event = await publishEvent(api, organizer, { capacity: 5 });
     const { token, order } = await reserve(api, event, 'refund-used');
-    await payByCard(api, token, order.saleId, 'APRO');
+    const charge = await payByCard(api, token, order.saleId, 'APRO');
     const [ticket] = await ticketsOf(api, organizer, order.saleId);
     await api.request({
       method: 'POST',
       url: `/api/v1/tickets/${ticket!.code}/checkin`,
       headers: bearer(organizer.key),
     });
-    const refused = await refund(organizer, order.saleId);
-    expect(refused.statusCode).toBe(409);
-    expect(refused.json().error).toMatchObject({ code: 'SALE_ALREADY_CHECKED_IN', details: { usedTickets: 1 } });
-    expect((await ticketsOf(api, organizer, order.saleId))[0]!.status).toBe('USED');
-    const forced = await refund(organizer, order.saleId, { reason: 'show cancelled midway', force: true });
-    expect(forced.statusCode).toBe(200);
-    expect(forced.json().data.sale.status).toBe('REFUNDED');
+    const refunded = await refund(organizer, order.saleId, { reason: 'show cancelled midway' });
+    expect(refunded.statusCode).toBe(200);
+    expect(refunded.json().data.sale.status).toBe('REFUNDED');
+    expect((await ticketsOf(api, organizer, order.saleId))[0]!.status).toBe('INVALID');
+    expect(await gatewayARefunds(charge.paymentId)).toHaveLength(1);
   });
 
   test('the reason is required (3–300 characters): 422 VALIDATION_FAILED', async () => {

@@ -72,6 +72,20 @@ test('refund executions replay deterministically (a card payment refunded at gat
   expect(replayHistories(files).map((result) => result.ok)).toEqual([true]);
 }, 120_000);
 
+test('refund executions replay deterministically (a complimentary sale refunded offline)', async () => {
+  const event = await publishEvent(api, organizer, { capacity: 10 });
+  const comp = await complimentary(api, organizer, event);
+  const refunded = await api.request({
+    method: 'POST',
+    url: `/api/v1/sales/${comp.id}/refund`,
+    headers: bearer(organizer.key),
+    payload: { reason: 'replay fixture' },
+  });
+  expect(refunded.statusCode).toBe(200);
+  const files = [record(refundWorkflowId(comp.id), 'refund-offline')];
+  expect(replayHistories(files).map((result) => result.ok)).toEqual([true]);
+}, 120_000);
+
 test('purchase-session executions replay deterministically (opened, superseded, released)', async () => {
   const event = await seatedEvent(api, organizer);
   const token = await signInBuyer(api, `replay-seats-${Math.random().toString(36).slice(2, 8)}@buyers.test`);

@@ -1,6 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import type { SearchAttributePair } from '@temporalio/common';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../domain/errors.js';
@@ -14,7 +13,7 @@ import {
   cancellationWorkflowId,
   type RefundResult,
   refundWorkflowId,
-  SA,
+  saleSearchAttributes,
 } from '../../../workflows/definitions.js';
 import type { refund } from '../../../workflows/refund.js';
 import { dataOf } from '../../http/envelope.js';
@@ -36,9 +35,6 @@ const CancelBody = z
 const RefundBody = z.object({
   reason: z.string().trim().min(3).max(300).meta({ description: 'Why the money goes back; kept on the sale' }),
   notifyBuyer: z.boolean().default(true).meta({ description: 'Email the buyer once the gateway confirms the refund' }),
-  force: z.boolean().default(false).meta({
-    description: 'Refund even though a ticket of the sale was used at the door (otherwise 409 SALE_ALREADY_CHECKED_IN)',
-  }),
 });
 
 const RefundOutcomeSchema = z
@@ -69,17 +65,6 @@ async function findSale(em: EntityManager, id: string) {
 async function reloadSale(em: EntityManager, id: string) {
   return em.fork().findOneOrFail(Sale, { id }, { filters: { tenant: false } });
 }
-
-/**
- * Set when a cancellation or refund execution starts, so an operator finds it in the Temporal UI by the sale; the
- * workflow overwrites SaleStatus with the status it ends with.
- */
-const saleSearchAttributes = (sale: ISale): SearchAttributePair[] => [
-  { key: SA.saleReference, value: sale.reference },
-  { key: SA.workspaceId, value: sale.workspace },
-  { key: SA.eventDateId, value: sale.eventDate },
-  { key: SA.saleStatus, value: sale.status },
-];
 
 /** The flags of a cancel request, kept in the execution's memo so a later request can be compared with it. */
 const CANCEL_REQUEST_MEMO = 'cancelRequest';
@@ -180,12 +165,15 @@ export const salesOpsRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = 
       config: organizer('ADMIN', 'sales'),
       schema: {
         tags: ['sales'],
-        summary: 'Refund a CONFIRMED sale in full through its gateway: sale REFUNDED, tickets INVALID, stock back',
+        summary: 'Refund a CONFIRMED sale in full: sale REFUNDED, tickets INVALID (used ones too), stock back',
         description:
           'Runs the refund workflow `refund/<saleId>`: gateway A refunds (idempotency key refund-<saleId>), gateway B ' +
           'voids; retried with backoff until the gateway confirms. 200 when confirmed within a few seconds, otherwise ' +
           '202 with refund.status in_progress (poll GET /sales/{id}). Never refunds twice: repeats join the same ' +
-          'workflow or find the sale REFUNDED. Sales that were not paid through a gateway get 409 SALE_NOT_REFUNDABLE.',
+          'workflow or find the sale REFUNDED. Tickets already used at the door do not stop it (contract part 3, rule 1). A ' +
+          'complimentary or box-office sale (no gateway payment) is refunded at once with paymentStatus ' +
+          'FT_REFUNDED_OFFLINE: any box-office money goes back by hand. Only CONFIRMED sales can be refunded (409 ' +
+          'SALE_NOT_REFUNDABLE otherwise).',
         params: IdParamSchema,
         body: RefundBody,
         response: { 200: dataOf(RefundOutcomeSchema), 202: dataOf(RefundOutcomeSchema) },
@@ -197,7 +185,7 @@ export const salesOpsRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = 
       const handle = await services.temporal.workflow.start<typeof refund>('refund', {
         workflowId: refundWorkflowId(sale.id),
         taskQueue: services.env.TEMPORAL_TASK_QUEUE,
-        args: [{ saleId: sale.id, reason: body.reason, force: body.force, notifyBuyer: body.notifyBuyer }],
+        args: [{ saleId: sale.id, reason: body.reason, notifyBuyer: body.notifyBuyer }],
         typedSearchAttributes: saleSearchAttributes(sale),
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
