@@ -6,6 +6,7 @@ import {
   publishEvent,
   session,
   signInBuyer,
+  waitForMail,
 } from '../support/purchase.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
@@ -64,6 +65,22 @@ describe('public storefront orders (contract 4.18)', () => {
     );
     expect(paid.expiresAt).toBeNull();
     expect(paid.tickets).toHaveLength(2);
+  });
+
+  test('a price-0 order is paid at once: 200 status paid, tickets listed and emailed, no payment link', async () => {
+    const event = await publishEvent(api, organizer, { capacity: 10, price: 0 });
+    const body = order(event, 2);
+    const created = await api.request({ method: 'POST', url: '/api/public/orders', payload: body });
+    expect(created.statusCode).toBe(200);
+    const data = created.json().data;
+    expect(data).toMatchObject({ status: 'paid', total: 0, currency: 'COP' });
+    expect(data.checkoutUrl).toBe(`${api.env.PUBLIC_ORIGIN}/api/public/orders/${data.orderId}`);
+    expect(Number.isNaN(Date.parse(data.expiresAt))).toBe(false);
+    expect(await available(event)).toBe(8);
+    const status = (await api.request({ method: 'GET', url: `/api/public/orders/${data.orderId}` })).json().data;
+    expect(status).toMatchObject({ status: 'paid', expiresAt: null });
+    expect(status.tickets).toHaveLength(2);
+    await waitForMail(api.env.SANDBOX_URL, body.buyerEmail, (mail) => mail.subject.includes(data.reference));
   });
 
   test('orders with seats need a buyer session: 401 CUSTOMER_SESSION_REQUIRED', async () => {

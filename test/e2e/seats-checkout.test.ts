@@ -100,7 +100,7 @@ async function availableSeats(event: PublishedEvent) {
 }
 
 describe('numbered seats and purchase sessions', () => {
-  test("availability lists the type's seats from the provider and follows their status", async () => {
+  test("availability lists only the type's seats that can be ordered now (contract 2, availableSeats)", async () => {
     const event = await seatedEvent();
     expect(await availableSeats(event)).toEqual(
       LABELS.map((label) => ({ label, categoryKey: 'PLATEA', categoryLabel: 'Platea', status: 'free' })),
@@ -109,8 +109,8 @@ describe('numbered seats and purchase sessions', () => {
     const opened = await openSession(token, event);
     await seatMap.hold({ eventKey: event.eventDateId, labels: ['A-2'], holdToken: opened.holdToken });
     const seats = await availableSeats(event);
-    expect(seats.find((seat) => seat.label === 'A-2')?.status).toBe('reservedByToken');
-    expect(seats.find((seat) => seat.label === 'A-1')?.status).toBe('free');
+    expect(seats.map((seat) => seat.label)).toEqual(LABELS.filter((label) => label !== 'A-2'));
+    expect(seats.every((seat) => seat.status === 'free')).toBe(true);
   });
 
   test('a held seat is ordered with its session, charged the surcharge, kept held for the window and booked on payment', async () => {
@@ -143,6 +143,8 @@ describe('numbered seats and purchase sessions', () => {
     expect(paid.json().data.saleStatus).toBe('CONFIRMED');
     expect(await statusOf(event, 'A-1')).toMatchObject({ status: 'booked', orderId: order.saleId });
     expect(await statusOf(event, 'A-2')).toMatchObject({ status: 'booked' });
+    // Sold seats leave the storefront's list.
+    expect((await availableSeats(event)).map((seat) => seat.label)).toEqual(['A-3', 'A-4']);
     expect((await customerOrder(api, token, order.saleId)).status).toBe('CONFIRMED');
   });
 

@@ -1,11 +1,20 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError, notFound } from '../../../domain/errors.js';
-import { type FeePolicy, quoteUnit, ticketTypeFeePolicy, type UnitQuote } from '../../../domain/pricing.js';
+import {
+  type FeePolicy,
+  type MemberUnitQuote,
+  quoteMemberUnit,
+  quoteUnit,
+  ticketTypeFeePolicy,
+  type UnitQuote,
+} from '../../../domain/pricing.js';
 import { type EVENT_STATUSES, type IEvent, SALES_MODES } from '../../../entities/event.js';
 import type { IEventDate } from '../../../entities/event-date.js';
 import { Event, EventDate, TicketType, Venue, Workspace } from '../../../entities/index.js';
+import { type ActiveMembership, activeMembership } from '../../../entities/membership-queries.js';
 import type { ITicketType } from '../../../entities/ticket-type.js';
 import type { IVenue } from '../../../entities/venue.js';
 import type { IWorkspace } from '../../../entities/workspace.js';
@@ -15,6 +24,7 @@ import { decodeCursor, encodeCursor, PageQuerySchema } from '../../http/paginati
 import { publicAccess } from '../../http/route-access.js';
 import { isoOrNull } from '../../http/schemas.js';
 import { seatMapClient } from '../../http/seatmap.js';
+import { presentedSessionToken, resolveBuyerSession } from '../../plugins/customer-auth.js';
 import type { ApiServices } from '../../services.js';
 
 /**
@@ -92,6 +102,24 @@ const PublicSeatSchema = z
   })
   .meta({ id: 'PublicSeat' });
 
+const PublicMemberQuoteSchema = z
+  .object({
+    discountPercent: z.number().meta({ description: "The member's plan discount for the current period, 0–100" }),
+    discountPerTicket: z.number().int().meta({
+      description: 'Taken off the list price of each ticket (rounded half up per ticket); never off fees or IVA',
+    }),
+    buyerTotal: z
+      .number()
+      .int()
+      .meta({
+        description:
+          'Final price per unit for this member: price − discountPerTicket + buyerServiceFee + iva (0 when the ' +
+          'discounted price is 0). Checkout charges quantity × this, unless a discount code takes more off the order ' +
+          '(member and code discounts never stack; the larger one applies).',
+      }),
+  })
+  .meta({ id: 'PublicMemberQuote' });
+
 export const PublicTicketTypeSchema = z
   .object({
     id: z.string(),
@@ -118,6 +146,12 @@ export const PublicTicketTypeSchema = z
     maxPerOrder: z.number().int(),
     available: z.number().int().meta({ description: 'Capacity minus sold minus reserved; never negative' }),
     soldOut: z.boolean(),
+    member: PublicMemberQuoteSchema.optional().meta({
+      description:
+        'Only when the request carries the buyer session (X-Customer-Session or the buyer-session cookie) of an ' +
+        "active member of the event's organizer, and the member may buy this type: the member price. Addition to " +
+        'the contract; absent for everyone else.',
+    }),
   })
   .meta({
     id: 'PublicTicketType',
@@ -158,6 +192,31 @@ const isNumbered = (type: ITicketType): boolean => type.seatMapCategoryKey !== n
 
 const quoteOf = (workspace: IWorkspace, type: ITicketType): UnitQuote =>
   quoteUnit({ price: type.price, feePolicy: feePolicyFor(workspace, type), numbered: isNumbered(type) });
+
+/** The member price of a type the member may buy, by the same engine checkout charges with; undefined otherwise. */
+const memberQuoteOf = (
+  workspace: IWorkspace,
+  type: ITicketType,
+  membership: ActiveMembership | null,
+): MemberUnitQuote | undefined => {
+  if (!membership || (type.membersOnly && !membership.benefits.membersOnlyAccess)) return undefined;
+  return quoteMemberUnit({
+    price: type.price,
+    feePolicy: feePolicyFor(workspace, type),
+    numbered: isNumbered(type),
+    discountPercent: membership.benefits.discountPercent,
+  });
+};
+
+/**
+ * The membership of the buyer whose session the request carries, in the event's workspace. The availability is
+ * anonymous: a missing, unknown or expired session only means no member prices, never an error.
+ */
+async function requestMembership(request: FastifyRequest, workspaceId: string, now: Date) {
+  const token = presentedSessionToken(request);
+  const buyer = token ? await resolveBuyerSession(request, token) : null;
+  return buyer ? activeMembership(request.em, workspaceId, buyer.buyerId, now) : null;
+}
 
 const salesStatus = (date: IEventDate, now: Date): 'OPEN' | 'UPCOMING' | 'ENDED' => {
   if (date.salesEndAt && date.salesEndAt <= now) return 'ENDED';
@@ -281,8 +340,9 @@ async function providerSeats(
     cache.set(eventKey, all);
   }
   try {
+    // Only seats a buyer can order now: held (reservedByToken) and booked seats would fail at checkout.
     return (await all)
-      .filter((seat) => seat.categoryKey === categoryKey)
+      .filter((seat) => seat.categoryKey === categoryKey && seat.status === 'free')
       .map((seat) => ({
         label: seat.label,
         categoryKey: seat.categoryKey,
@@ -393,7 +453,8 @@ export const publicCatalogRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
         description:
           'Stock and seats change: never cached (Cache-Control: no-store); read it right before creating an order. ' +
           'buyerTotal is what checkout charges per unit. Members-only ticket types are listed, but POST /orders ' +
-          'rejects them (MEMBERS_ONLY).',
+          'rejects them (MEMBERS_ONLY). With the buyer session of an active member of the organizer, each type the ' +
+          'member may buy also carries `member`, the member price POST /customer/orders charges.',
         params: SlugParamSchema,
         response: { 200: dataOf(PublicAvailabilitySchema) },
       },
@@ -403,6 +464,7 @@ export const publicCatalogRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
       const event = await publishedEvent(request.em, request.params.slug);
       const entry = (await loadCatalog(request.em, [event], now)).get(event.id);
       if (!entry) throw notFound('Event');
+      const membership = await requestMembership(request, entry.workspace.id, now);
       const allTypes = [...entry.types.values()].flat();
       const stock = await availableUnits(
         request.em,
@@ -435,6 +497,7 @@ export const publicCatalogRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
             city: entry.venue?.city ?? null,
             ticketTypes: (entry.types.get(date.id) ?? []).map((type) => {
               const quote = quoteOf(entry.workspace, type);
+              const member = memberQuoteOf(entry.workspace, type, membership);
               const available = stock.get(type.id) ?? 0;
               return {
                 id: type.id,
@@ -446,13 +509,13 @@ export const publicCatalogRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
                 iva: quote.iva,
                 buyerTotal: quote.buyerTotal,
                 seatsioCategoryKey: type.seatMapCategoryKey ?? null,
-                // Numbered types list the seats of their category with the provider's status (free, reservedByToken,
-                // booked); empty while the date has no seat map.
+                // Numbered types list the free seats of their category; empty while the date has no seat map.
                 ...(isNumbered(type) ? { availableSeats: seatsByType.get(type.id) ?? [] } : {}),
                 currency: type.currency,
                 maxPerOrder: type.maxPerOrder,
                 available,
                 soldOut: available === 0,
+                ...(member ? { member } : {}),
               };
             }),
           })),

@@ -44,8 +44,16 @@ const OrderCreatedSchema = z
     status: PublicOrderStatusSchema,
     total: z.number().int(),
     currency: z.string(),
-    checkoutUrl: z.string().meta({ description: 'Gateway A payment link to send the buyer to' }),
-    expiresAt: z.string().meta({ description: 'Exact instant the reservation expires; use it as returned' }),
+    checkoutUrl: z.string().meta({
+      description:
+        'Gateway A payment link to send the buyer to. For an order with nothing to pay (status paid at once), the ' +
+        "order's own status address (GET /orders/{id}), which lists its tickets",
+    }),
+    expiresAt: z.string().meta({
+      description:
+        'Exact instant the reservation expires; use it as returned. An order paid at once (nothing to pay) has no ' +
+        'reservation left: the instant it was confirmed',
+    }),
   })
   .meta({ id: 'OrderCreated' });
 
@@ -120,6 +128,21 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
         // Anonymous orders are keyed by client address (see plugins/idempotency.ts), orders with seats by buyer.
         { origin: 'public-order', idempotencyKey: request.idempotencyKey },
       );
+      if (sale.free) {
+        // Nothing to pay (a price-0 ticket): the checkout confirmed the sale and mails its tickets. The order's own
+        // status address stands in for a payment link, and the instant it was settled for the expiry.
+        return {
+          data: {
+            orderId: sale.saleId,
+            reference: sale.reference,
+            status: 'paid' as const,
+            total: sale.total,
+            currency: sale.currency,
+            checkoutUrl: new URL(`/api/public/orders/${sale.saleId}`, services.env.PUBLIC_ORIGIN).toString(),
+            expiresAt: new Date().toISOString(),
+          },
+        };
+      }
       const handle = services.temporal.workflow.getHandle(checkoutWorkflowId(sale.saleId));
       let checkoutUrl: string;
       try {
