@@ -71,6 +71,7 @@ export async function buildApp(
       version: B2B_API_VERSION,
       description: 'Organizer (B2B) API and headless customer purchase endpoints.',
       securitySchemes: true,
+      surface: 'organizer',
     });
     await v1.register(organizerRoutes, { prefix: API_V1_PREFIX, services });
   });
@@ -87,6 +88,7 @@ export async function buildApp(
       version: PUBLIC_API_VERSION,
       description: 'Public catalog, availability and anonymous orders. No API key; strict per-IP rate limit.',
       securitySchemes: false,
+      surface: 'public',
     });
     await publicApi.register(publicRoutes, { prefix: PUBLIC_PREFIX, services });
   });

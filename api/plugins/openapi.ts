@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { type Surface, withContractDocs } from './openapi-contract.js';
 
 /**
  * Registers an OpenAPI 3.1 document for the routes of one surface (the encapsulated instance it is registered
@@ -10,7 +11,14 @@ import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-pro
  */
 export async function registerOpenApi(
   app: FastifyInstance,
-  options: { prefix: string; title: string; version: string; description: string; securitySchemes: boolean },
+  options: {
+    prefix: string;
+    title: string;
+    version: string;
+    description: string;
+    securitySchemes: boolean;
+    surface: Surface;
+  },
 ): Promise<void> {
   await app.register(swagger, {
     openapi: {
@@ -30,7 +38,7 @@ export async function registerOpenApi(
         : {}),
     },
     transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (input) => withContractDocs(jsonSchemaTransformObject(input), options.surface),
   });
   await app.register(swaggerUi, { routePrefix: `${options.prefix}/docs`, staticCSP: true });
   app.get(

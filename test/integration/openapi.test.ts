@@ -43,6 +43,13 @@ afterAll(async () => {
   await api.close();
 });
 
+interface DocumentedOperation {
+  responses: Record<
+    string,
+    { content: Record<string, { schema: { $ref?: string }; example: { error: Record<string, unknown> } }> }
+  >;
+}
+
 describe('OpenAPI documents generated from the zod schemas', () => {
   test('the organizer document is OpenAPI 3.1 and describes every organizer route with its schemas', async () => {
     const response = await api.request({ method: 'GET', url: '/api/v1/openapi.json' });
@@ -76,6 +83,68 @@ describe('OpenAPI documents generated from the zod schemas', () => {
       expect.arrayContaining(['POST /customer/orders', 'GET /sales/{id}', 'POST /events/{id}/publish']),
     );
     expect(storefront).toEqual(expect.arrayContaining(['POST /orders', 'GET /events/{slug}/availability']));
+  });
+
+  test('every operation documents the contract error body and the statuses of part 7.2 that apply', async () => {
+    const organizerDoc = (await api.request({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+    const publicDoc = (await api.request({ method: 'GET', url: '/api/public/openapi.json' })).json();
+    for (const document of [organizerDoc, publicDoc]) {
+      expect(document.components.schemas.Error.properties.error.required).toEqual([
+        'code',
+        'message',
+        'retryable',
+        'details',
+      ]);
+      for (const [path, operations] of Object.entries(
+        document.paths as Record<string, Record<string, DocumentedOperation>>,
+      )) {
+        for (const [method, operation] of Object.entries(operations)) {
+          const statuses = Object.keys(operation.responses);
+          expect({ path, method, has422: statuses.includes('422') }).toEqual({ path, method, has422: true });
+          const errors = statuses.filter((status) => Number(status) >= 400);
+          for (const status of errors) {
+            const content = operation.responses[status]!.content['application/json']!;
+            expect(content.schema.$ref).toBe('#/components/schemas/Error');
+            expect(Object.keys(content.example.error).sort()).toEqual(['code', 'details', 'message', 'retryable']);
+          }
+          if (path.includes('{')) expect(statuses).toContain('404');
+          if (method === 'post') expect(statuses).toContain('409');
+        }
+      }
+    }
+    // Organizer routes need a key (401/403) and take X-Workspace-Id; every POST takes Idempotency-Key.
+    const refund = organizerDoc.paths['/sales/{id}/refund'].post;
+    expect(Object.keys(refund.responses)).toEqual(expect.arrayContaining(['401', '403', '404', '409', '422']));
+    const names = (operation: { parameters?: Array<{ name: string }> }) =>
+      (operation.parameters ?? []).map((p) => p.name);
+    expect(names(refund)).toEqual(expect.arrayContaining(['X-Workspace-Id', 'Idempotency-Key']));
+  });
+
+  test('credentials per surface: organizer key, buyer session (key optional), none for sign-in; webhooks documented', async () => {
+    const organizerDoc = (await api.request({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+    const publicDoc = (await api.request({ method: 'GET', url: '/api/public/openapi.json' })).json();
+    expect(organizerDoc.components.securitySchemes.customerSession).toMatchObject({
+      type: 'apiKey',
+      in: 'header',
+      name: 'X-Customer-Session',
+    });
+    const reserve = organizerDoc.paths['/customer/orders'].post;
+    expect(reserve.security).toEqual(expect.arrayContaining([{ customerSession: [] }]));
+    expect(reserve.parameters.map((p: { name: string }) => p.name)).toEqual(
+      expect.arrayContaining(['X-Purchase-Session', 'X-Queue-Token', 'Idempotency-Key']),
+    );
+    expect(reserve.parameters.map((p: { name: string }) => p.name)).not.toContain('X-Workspace-Id');
+    expect(organizerDoc.paths['/customer/auth/request'].post.security).toEqual([]);
+    expect(organizerDoc.paths['/sales'].get.security).toBeUndefined(); // the document-wide API key applies
+    expect(publicDoc.paths['/orders'].post.security).toEqual(
+      expect.arrayContaining([{}, { customerSession: [] }, { buyerSessionCookie: [] }]),
+    );
+    expect(publicDoc.webhooks).toBeUndefined();
+    const confirmed = organizerDoc.webhooks['sale.confirmed'].post;
+    expect(confirmed.parameters[0].name).toBe('X-Ticketing-Signature');
+    expect(Object.keys(confirmed.requestBody.content['application/json'].schema.properties.data.properties)).toEqual(
+      expect.arrayContaining(['saleId', 'organizationId', 'reference', 'total']),
+    );
   });
 
   test('the public document is served separately with its own version', async () => {
