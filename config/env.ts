@@ -82,6 +82,18 @@ const EnvSchema = z.object({
    * date's paymentWindowMinutes (never below 10) always applies.
    */
   PAYMENT_WINDOW_OVERRIDE_MS: z.coerce.number().int().min(1000).optional(),
+  /** After an event's sales are undone, how long its cancellation waits before a last look for late confirmations. */
+  EVENT_CANCELLATION_FINAL_SWEEP_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(60 * 60 * 1000),
+  /** Membership durations for tests and demos; ignored in production (workflows/membership-definitions.ts defaults). */
+  MEMBERSHIP_PERIOD_MS: z.coerce.number().int().min(1000).optional(),
+  MEMBERSHIP_SIGNUP_WINDOW_MS: z.coerce.number().int().min(1000).optional(),
+  MEMBERSHIP_RENEWAL_NOTICE_MS: z.coerce.number().int().min(0).optional(),
+  MEMBERSHIP_REMINDER_INTERVAL_MS: z.coerce.number().int().min(500).optional(),
+  MEMBERSHIP_PAYMENT_POLL_MS: z.coerce.number().int().min(500).optional(),
   /** Hosts a checkout returnUrl may point to (the enterprise allowlist); others are ignored, not refused. */
   RETURN_URL_ALLOWED_HOSTS: z.string().default('127.0.0.1,localhost'),
   // ---------------------------------------------------------------- organizer webhooks (sales operations)
@@ -127,12 +139,58 @@ const EnvSchema = z.object({
   RECONCILER_ENABLED: z.stringbool().default(true),
   /** Seconds between reconciler runs; a run still going when the next is due makes that one skip. */
   RECONCILER_INTERVAL_SECONDS: z.coerce.number().int().min(10).default(60),
+  // ---------------------------------------------------------------- settlements (workflows/settlement*.ts)
+  /** Whether workers keep the `settlement-sweep` Schedule running; `false` pauses it (with a note), never deletes it. */
+  SETTLEMENTS_SCHEDULE_ENABLED: z.stringbool().default(true),
+  /** Seconds between sweeps for ended event dates to settle. */
+  SETTLEMENTS_SWEEP_INTERVAL_SECONDS: z.coerce.number().int().min(10).default(300),
+  /** A date is settled once it ended this long ago, so late payments and same-night refunds land first. */
+  SETTLEMENT_AFTER_END_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(6 * 60 * 60_000),
+  /** How long a SENT statement waits for the organizer's objections before the transfer is requested. */
+  SETTLEMENT_OBJECTION_WINDOW_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .default(3 * 24 * 60 * 60_000),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
 
+/**
+ * Secrets whose defaults are public (they are in this repository for the sandbox and demos): a production process
+ * that still runs with one of them would sign, encrypt or authenticate with a key anyone can read.
+ */
+const DEV_DEFAULT_SECRETS = [
+  'SECRETS_ENCRYPTION_KEY',
+  'PAYLOAD_CODEC_KEYS',
+  'GATEWAY_A_ACCESS_TOKEN',
+  'GATEWAY_A_WEBHOOK_SECRET',
+  'GATEWAY_B_API_KEY',
+  'GATEWAY_B_SECRET_KEY',
+  'SEATMAP_SECRET_KEY',
+] as const satisfies readonly (keyof Env)[];
+
+/** The names of the secrets `env` still holds at their public development default. */
+export function devDefaultSecretsIn(env: Env): string[] {
+  const defaults = EnvSchema.parse({});
+  return DEV_DEFAULT_SECRETS.filter((name) => env[name] === defaults[name]);
+}
+
 export function loadEnv(source: NodeJS.ProcessEnv = process.env): Env {
   const parsed = EnvSchema.safeParse(source);
+  if (parsed.success && parsed.data.NODE_ENV === 'production') {
+    const publicSecrets = devDefaultSecretsIn(parsed.data);
+    if (publicSecrets.length > 0) {
+      throw new Error(
+        `Invalid configuration: ${publicSecrets.join(', ')} still ${publicSecrets.length === 1 ? 'has its' : 'have their'} ` +
+          'public development default; set real secrets before starting with NODE_ENV=production',
+      );
+    }
+  }
   if (parsed.success && parsed.data.NODE_ENV === 'production' && parsed.data.PAYMENT_WINDOW_OVERRIDE_MS !== undefined) {
     throw new Error(
       'Invalid configuration: PAYMENT_WINDOW_OVERRIDE_MS is for tests and demos and is refused in production',
