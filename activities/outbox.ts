@@ -32,3 +32,26 @@ export async function appendSaleEvent(
     params,
   );
 }
+
+/**
+ * Appends an organizer-facing event about a membership to the outbox, inside the caller's transaction (the event
+ * exists if and only if the subscription change commits), read from the subscription row in the same statement.
+ * The payload carries no buyer contact data: subscriptionId, organizationId, planId, status, currentPeriodEnd and
+ * periodNumber. One event per (event, subscription, period): a retried step adds nothing.
+ */
+export async function appendMembershipEvent(
+  em: EntityManager,
+  type: 'membership.activated' | 'membership.renewed' | 'membership.cancelled' | 'membership.expired',
+  subscriptionId: string,
+): Promise<void> {
+  await em.execute(
+    `insert into outbox_events (id, workspace_id, type, payload, dedupe_key, created_at, dispatched_at)
+     select ?, s.workspace_id, ?, jsonb_build_object('subscriptionId', s.id, 'organizationId', s.workspace_id,
+              'planId', s.plan_id, 'status', s.status, 'periodNumber', s.period_number,
+              'currentPeriodEnd', to_char(s.current_period_end at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
+            ?::text || ':' || s.period_number::text, now(), null
+       from membership_subscriptions s where s.id = ?
+     on conflict (dedupe_key) do nothing`,
+    [newId(), type, `${type}:${subscriptionId}`, subscriptionId],
+  );
+}

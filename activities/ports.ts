@@ -49,6 +49,10 @@ export interface GatewayAPort {
     returnUrl: string;
     expiresAt: Date;
   }): Promise<{ preferenceId: string; redirectUrl: string }>;
+  /** A checkout preference paid by card or PSE at the gateway's page (memberships); same input as the PSE one. */
+  createCheckoutPreference(
+    input: Parameters<GatewayAPort['createPsePreference']>[0],
+  ): Promise<{ preferenceId: string; redirectUrl: string }>;
   getPayment(paymentId: string): Promise<GatewayAPayment>;
   findPaymentsByReference(reference: string): Promise<GatewayAPayment[]>;
   refund(input: { paymentId: string; idempotencyKey: string }): Promise<{ refundId: string; status: string }>;

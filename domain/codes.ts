@@ -25,15 +25,36 @@ function requireBytes(bytes: Uint8Array, count: number, what: string): Uint8Arra
   return bytes.subarray(0, count);
 }
 
-/** `FT-` + 8 unambiguous characters from the first 5 bytes of `randomBytes`. */
-export function saleReferenceFromBytes(randomBytes: Uint8Array): string {
-  const bytes = requireBytes(randomBytes, SALE_REFERENCE_RANDOM_BYTES, 'a sale reference');
+/** 8 unambiguous characters from the first 5 bytes of `randomBytes`: the body of every reference. */
+function referenceBody(randomBytes: Uint8Array, what: string): string {
+  const bytes = requireBytes(randomBytes, SALE_REFERENCE_RANDOM_BYTES, what);
   let bits = 0n;
   for (const byte of bytes) bits = (bits << 8n) | BigInt(byte);
   let body = '';
   for (let shift = 35n; shift >= 0n; shift -= 5n) body += REFERENCE_ALPHABET[Number((bits >> shift) & 31n)];
-  return SALE_REFERENCE_PREFIX + body;
+  return body;
 }
+
+/** `FT-` + 8 unambiguous characters from the first 5 bytes of `randomBytes`. */
+export function saleReferenceFromBytes(randomBytes: Uint8Array): string {
+  return SALE_REFERENCE_PREFIX + referenceBody(randomBytes, 'a sale reference');
+}
+
+/**
+ * Membership payment reference: `MB-` + 8 characters of the same alphabet, sent to the gateway as the external
+ * reference of a membership period's payment. Its own prefix lets a gateway notification be routed to the membership
+ * workflow without a lookup in the sales table; parseSaleReference never accepts it.
+ */
+export const MEMBERSHIP_REFERENCE_PREFIX = 'MB-';
+const MEMBERSHIP_REFERENCE_PATTERN = new RegExp(`^MB-[${REFERENCE_ALPHABET}]{${SALE_REFERENCE_BODY_LENGTH}}$`);
+
+/** `MB-` + 8 unambiguous characters from the first 5 bytes of `randomBytes`. */
+export function membershipReferenceFromBytes(randomBytes: Uint8Array): string {
+  return MEMBERSHIP_REFERENCE_PREFIX + referenceBody(randomBytes, 'a membership reference');
+}
+
+/** True for a membership payment reference exactly as the service writes it (upper case, no spaces). */
+export const isMembershipReference = (value: string): boolean => MEMBERSHIP_REFERENCE_PATTERN.test(value);
 
 /** True for a reference exactly as the service writes it (`FT-` + 8 alphabet characters, upper case). */
 export const isSaleReference = (value: string): boolean => REFERENCE_PATTERN.test(value);

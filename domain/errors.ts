@@ -35,6 +35,8 @@ export const ERROR_STATUS = {
   SALE_NOT_REFUNDABLE: 409,
   QUEUE_REQUIRED: 409,
   MEMBERS_ONLY: 409,
+  /** A membership signup by a buyer who is already an active member of that workspace. */
+  ALREADY_MEMBER: 409,
   NOT_AVAILABLE: 409,
   EXTERNAL_SALE: 409,
   SALE_CLOSED: 409,

@@ -4,7 +4,14 @@ import { baseProperties, softDeleteFilter, tenantFilter } from './common.js';
 import { Workspace } from './workspace.js';
 
 /** Event names an endpoint can subscribe to (contract part 6). */
-export const WEBHOOK_EVENTS = ['sale.confirmed', 'sale.refunded'] as const;
+export const WEBHOOK_EVENTS = [
+  'sale.confirmed',
+  'sale.refunded',
+  'membership.activated',
+  'membership.renewed',
+  'membership.cancelled',
+  'membership.expired',
+] as const;
 export type WebhookEventName = (typeof WEBHOOK_EVENTS)[number];
 
 /**

@@ -177,7 +177,9 @@ const PreferenceBody = z.object({
 });
 
 const PseForm = z.object({
-  decision: z.enum(['confirm', 'reject']),
+  decision: z.enum(['confirm', 'reject', 'card']),
+  /** A general (card and PSE) preference's page also takes a test card; its name picks the outcome, as tokens do. */
+  cardholder_name: z.string().max(120).optional(),
   bank: z.string().optional(),
   entity_type: z.string().optional(),
   email: z.string().optional(),
@@ -617,6 +619,7 @@ export class GatewayASandbox {
       return this.#html(reply, 400, 'PSE · Pagos Seguros en Línea', this.#bankForm(preference, 'Choose what to do.'));
     }
     const form = parsed.data;
+    if (form.decision === 'card') return this.#payByCardOnPage(reply, preference, form.cardholder_name ?? 'APRO');
     const bank = PSE_BANKS.find((b) => b.code === form.bank);
     if (form.decision === 'confirm' && !bank) {
       return this.#html(reply, 400, 'PSE · Pagos Seguros en Línea', this.#bankForm(preference, 'Select your bank.'));
@@ -663,6 +666,46 @@ export class GatewayASandbox {
         this.#timers.add(timer);
       }
     }
+    return this.#returnToMerchant(reply, preference, payment);
+  }
+
+  /** A test card paid on the checkout page of a preference that accepts cards (never on a PSE-only one). */
+  #payByCardOnPage(reply: FastifyReply, preference: Preference, cardholderName: string) {
+    if (!acceptsCards(preference)) {
+      return this.#html(
+        reply,
+        400,
+        'PSE · Pagos Seguros en Línea',
+        this.#bankForm(preference, 'Cards are not accepted.'),
+      );
+    }
+    const outcome = CARD_OUTCOMES[cardholderName.trim().split(/\s+/)[0]?.toUpperCase() ?? ''] ?? CARD_OUTCOMES.APRO!;
+    const now = new Date();
+    const payment: Payment = {
+      id: this.#nextPaymentId++,
+      status: outcome.status,
+      statusDetail: outcome.detail,
+      createdAt: now,
+      approvedAt: outcome.status === 'approved' ? now : null,
+      updatedAt: now,
+      amount: round2(preference.items.reduce((sum, item) => sum + item.unitPrice * item.quantity, 0)),
+      refunded: 0,
+      currency: preference.items[0]?.currency ?? this.#options.secrets.currency,
+      description: preference.items[0]?.title ?? null,
+      externalReference: preference.externalReference,
+      notificationUrl: preference.notificationUrl,
+      payerEmail: preference.payerEmail,
+      paymentMethodId: 'visa',
+      paymentTypeId: 'credit_card',
+      installments: 1,
+      card: { firstSix: '450995', lastFour: '3704', cardholderName, expirationMonth: 11, expirationYear: 2030 },
+      financialInstitution: null,
+      preferenceId: preference.id,
+      metadata: {},
+      refunds: [],
+    };
+    this.#payments.set(payment.id, payment);
+    void this.#notify(payment, 'payment.created');
     return this.#returnToMerchant(reply, preference, payment);
   }
 
@@ -728,7 +771,16 @@ ${problem ? `<p id="error" role="alert">${escapeHtml(problem)}</p>` : ''}
     <button id="confirm" type="submit" name="decision" value="confirm">Pay</button>
     <button id="reject" type="submit" name="decision" value="reject">Cancel payment</button>
   </div>
-</form>`;
+</form>${
+      acceptsCards(preference)
+        ? `
+<form id="card-form" method="post" action="/gateway-a/pse/checkout/${encodeURIComponent(preference.id)}">
+  <label for="cardholder_name">Cardholder name (test cards: APRO approves, FUND declines)</label>
+  <input id="cardholder_name" name="cardholder_name" value="APRO">
+  <button id="pay-card" type="submit" name="decision" value="card">Pay by card</button>
+</form>`
+        : ''
+    }`;
   }
 
   #html(reply: FastifyReply, status: number, title: string, body: string) {
@@ -936,3 +988,10 @@ function header(request: FastifyRequest, name: string): string | undefined {
 }
 
 const round2 = (value: number): number => Math.round(value * 100) / 100;
+
+/** Whether a preference's payment methods leave cards in (a PSE-only preference excludes credit_card). */
+function acceptsCards(preference: Preference): boolean {
+  const excluded = (preference.paymentMethods as { excluded_payment_types?: Array<{ id?: unknown }> } | null)
+    ?.excluded_payment_types;
+  return !(excluded ?? []).some((type) => type?.id === 'credit_card');
+}

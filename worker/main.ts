@@ -15,7 +15,7 @@ import { temporalDataConverter } from '../config/payload-codec.js';
 import { createRedis } from '../config/redis.js';
 import { initOrm } from '../entities/orm.js';
 import { createProviders } from './providers.js';
-import { ensureReconcilerSchedule } from './schedules.js';
+import { ensureReconcilerSchedule, ensureSettlementSweepSchedule } from './schedules.js';
 import { ensureSearchAttributes } from './search-attributes.js';
 import { startWebhookDispatcher } from './webhook-dispatcher.js';
 
@@ -38,6 +38,7 @@ await operator.close();
 const clientConnection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
 const temporal = new Client({ connection: clientConnection, namespace: env.TEMPORAL_NAMESPACE, dataConverter });
 await ensureReconcilerSchedule(temporal, env);
+await ensureSettlementSweepSchedule(temporal, env);
 
 /** The workflow bundle, built in a child process so that webpack's peak memory is not the worker's (see the script). */
 async function buildWorkflowBundle(): Promise<string> {

@@ -76,6 +76,11 @@ export function createProviders(env: Env): Providers & { close(): void } {
         });
         return { preferenceId: preference.id, redirectUrl: preference.redirectUrl };
       }),
+    createCheckoutPreference: (input) =>
+      classify(async () => {
+        const preference = await a.createCheckoutPreference({ ...input, currency: currencyOf(input.currency) });
+        return { preferenceId: preference.id, redirectUrl: preference.redirectUrl };
+      }),
     getPayment: (paymentId) => classify(() => a.getPayment(paymentId)),
     findPaymentsByReference: (reference) => classify(() => a.searchPaymentsByReference(reference)),
     refund: (input) =>

@@ -284,6 +284,34 @@ export class GatewayAClient {
 
   /** A checkout preference restricted to PSE; send the buyer's browser to `redirectUrl`. */
   async createPsePreference(input: CreatePsePreferenceInput): Promise<GatewayAPreference> {
+    return this.#createPreference(input, {
+      default_payment_method_id: 'pse',
+      excluded_payment_types: [
+        { id: 'credit_card' },
+        { id: 'debit_card' },
+        { id: 'prepaid_card' },
+        { id: 'ticket' },
+        { id: 'atm' },
+      ],
+      installments: 1,
+    });
+  }
+
+  /**
+   * A general checkout preference paid by card or PSE at the gateway's own page (memberships: the buyer gets one
+   * link and chooses there). Cash vouchers and ATM are excluded: they settle days later, after the link expired.
+   */
+  async createCheckoutPreference(input: CreatePsePreferenceInput): Promise<GatewayAPreference> {
+    return this.#createPreference(input, {
+      excluded_payment_types: [{ id: 'ticket' }, { id: 'atm' }],
+      installments: 1,
+    });
+  }
+
+  async #createPreference(
+    input: CreatePsePreferenceInput,
+    paymentMethods: Record<string, unknown>,
+  ): Promise<GatewayAPreference> {
     const { data } = await this.#http.request({
       method: 'POST',
       path: '/checkout/preferences',
@@ -307,17 +335,7 @@ export class GatewayAClient {
           failure: input.backUrls?.failure ?? input.returnUrl,
         },
         auto_return: 'all',
-        payment_methods: {
-          default_payment_method_id: 'pse',
-          excluded_payment_types: [
-            { id: 'credit_card' },
-            { id: 'debit_card' },
-            { id: 'prepaid_card' },
-            { id: 'ticket' },
-            { id: 'atm' },
-          ],
-          installments: 1,
-        },
+        payment_methods: paymentMethods,
         ...(input.expiresAt ? { expires: true, expiration_date_to: input.expiresAt.toISOString() } : {}),
       },
       schema: PreferenceSchema,

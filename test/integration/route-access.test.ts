@@ -86,8 +86,7 @@ const send = (route: WalkedRoute, key: string) =>
 
 /**
  * Minimum roles the contract states (part 5.4 and 4.11–4.16), by method and path under /api/v1, for the routes this
- * service serves. Settlements (4.9) and subscriber exports (4.12) are not served yet: their rules join this list with
- * their routes, and a rule that matches no served route fails the walk below instead of passing vacuously.
+ * service serves. A rule that matches no served route fails the walk below instead of passing vacuously.
  */
 const CONTRACT_MINIMUMS: Array<{ method: string; path: RegExp; minRole: Role; rule: string }> = [
   { method: 'GET', path: /^\/sales$/, minRole: 'VIEWER', rule: 'GET /sales: VIEWER' },
@@ -97,6 +96,7 @@ const CONTRACT_MINIMUMS: Array<{ method: string; path: RegExp; minRole: Role; ru
   { method: '*', path: /^\/webhooks(\/|$)/, minRole: 'ADMIN', rule: 'webhooks: ADMIN' },
   { method: 'DELETE', path: /^\/ticket-types\/:[^/]+$/, minRole: 'ADMIN', rule: 'DELETE /ticket-types/{id}: ADMIN' },
   { method: 'POST', path: /^\/api-keys$/, minRole: 'ADMIN', rule: 'POST /api-keys: ADMIN' },
+  { method: '*', path: /^\/settlements(\/|$)/, minRole: 'ADMIN', rule: 'settlements: ADMIN' },
 ];
 
 describe('the route walk', () => {

@@ -6,7 +6,11 @@ import { AppError, notFound } from '../../../domain/errors.js';
 import { isUuid, newId } from '../../../entities/ids.js';
 import { Buyer, MembershipPlan, MembershipSubscription, Workspace } from '../../../entities/index.js';
 import { type IMembershipPlan, MEMBERSHIP_PERIODS } from '../../../entities/membership-plan.js';
-import { type IMembershipSubscription, SUBSCRIPTION_STATUSES } from '../../../entities/membership-subscription.js';
+import {
+  type IMembershipSubscription,
+  RENEWAL_STATES,
+  SUBSCRIPTION_STATUSES,
+} from '../../../entities/membership-subscription.js';
 import { dataOf, listOf } from '../../http/envelope.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
@@ -42,7 +46,8 @@ export const MembershipSubscriberSchema = z
     name: z.string().nullable(),
     email: z.string(),
     status: z.enum(SUBSCRIPTION_STATUSES),
-    since: z.string(),
+    since: z.string().meta({ description: 'When the buyer became a member (signup time while unpaid)' }),
+    renewalState: z.enum(RENEWAL_STATES),
     currentPeriodEnd: z.string().nullable(),
     cancelledAt: z.string().nullable(),
   })
@@ -274,7 +279,8 @@ export const membershipPlanRoutes: FastifyPluginAsyncZod = async (app) => {
           name: buyer?.name ?? null,
           email: buyer?.email ?? '',
           status: subscription.status,
-          since: subscription.createdAt.toISOString(),
+          since: (subscription.activatedAt ?? subscription.createdAt).toISOString(),
+          renewalState: subscription.renewalState,
           currentPeriodEnd: isoOrNull(subscription.currentPeriodEnd),
           cancelledAt: isoOrNull(subscription.cancelledAt),
         };

@@ -1,10 +1,17 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { parseSaleReference } from '../../../domain/codes.js';
+import { isMembershipReference, parseSaleReference } from '../../../domain/codes.js';
 import { AppError } from '../../../domain/errors.js';
 import { saleGateway } from '../../../domain/gateways.js';
-import { Event, PaymentAttempt, Sale, Workspace } from '../../../entities/index.js';
+import {
+  Event,
+  MembershipPayment,
+  MembershipSubscription,
+  PaymentAttempt,
+  Sale,
+  Workspace,
+} from '../../../entities/index.js';
 import type { ISale } from '../../../entities/sale.js';
 import { isProviderError } from '../../../integrations/errors.js';
 import { verifyGatewayANotification } from '../../../integrations/gateway-a/signature.js';
@@ -18,6 +25,7 @@ import {
 } from '../../../workflows/definitions.js';
 import { publicAccess } from '../../http/route-access.js';
 import type { ApiServices } from '../../services.js';
+import { notifyMembership } from '../customer/memberships.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -76,6 +84,39 @@ async function notifyCheckout(services: ApiServices, saleId: string, notificatio
     signal: paymentNotificationSignal,
     signalArgs: [notification],
   });
+}
+
+/**
+ * A membership payment (MB- reference) goes to its buyer's membership execution instead of a checkout; a
+ * reference we never issued is acknowledged and ignored, as for sales.
+ */
+async function notifyMembershipOfPayment(
+  services: ApiServices,
+  request: FastifyRequest,
+  paymentId: string,
+  reference: string,
+  status: string,
+): Promise<z.infer<typeof Ack>> {
+  const row = await request.em.findOne(MembershipPayment, { reference }, { filters: { tenant: false } });
+  const subscription = row
+    ? await request.em.findOne(MembershipSubscription, { id: row.subscription }, { filters: { tenant: false } })
+    : null;
+  if (!subscription) {
+    request.log.warn({ paymentId }, 'gateway A payment names no membership payment of ours; ignored');
+    return { received: true, ignored: 'unknown reference' };
+  }
+  await notifyMembership(
+    services,
+    { workspaceId: subscription.workspace, buyerId: subscription.buyer },
+    {
+      providerPaymentId: paymentId,
+      reference,
+      eventType: `payment.${status}`,
+      receivedAtMs: Date.now(),
+      dedupeKey: `a:${paymentId}:${status}`,
+    },
+  );
+  return { received: true };
 }
 
 function providerDown(error: unknown, log: FastifyBaseLogger): never {
@@ -140,6 +181,9 @@ export const gatewayWebhookRoutes: FastifyPluginAsyncZod<{ services: ApiServices
         payment = await services.gatewayA.getPayment(dataId);
       } catch (error) {
         providerDown(error, request.log);
+      }
+      if (payment.externalReference && isMembershipReference(payment.externalReference)) {
+        return notifyMembershipOfPayment(services, request, payment.id, payment.externalReference, payment.status);
       }
       const reference = payment.externalReference ? parseSaleReference(payment.externalReference) : null;
       const sale = reference ? await request.em.findOne(Sale, { reference }, { filters: { tenant: false } }) : null;

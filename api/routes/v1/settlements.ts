@@ -1,0 +1,220 @@
+/**
+ * Settlements (contract 4.9, ADMIN): the payout statements of ended event dates, from the moment they are sent to the
+ * organizer. DRAFT and REVIEW are internal and never exist here: an internal settlement is a 404 and an internal
+ * status filter a 422. Files are served from the bytes stored beside the settlement: its statement PDF and the
+ * bank transfer proofs, each only through an exact match on that settlement's own rows.
+ */
+import { Readable } from 'node:stream';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { notFound } from '../../../domain/errors.js';
+import { isUuid } from '../../../entities/ids.js';
+import { Settlement } from '../../../entities/index.js';
+import { type ISettlement, VISIBLE_SETTLEMENT_STATUSES } from '../../../entities/settlement.js';
+import { PROOF_FILE_NAME_PATTERN } from '../../../workflows/settlement-definitions.js';
+import { dataOf, listOf } from '../../http/envelope.js';
+import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
+import { organizer } from '../../http/route-access.js';
+import { IdParamSchema, isoOrNull } from '../../http/schemas.js';
+
+export const SettlementSchema = z
+  .object({
+    id: z.string(),
+    reference: z.string(),
+    label: z.string(),
+    status: z.enum(VISIBLE_SETTLEMENT_STATUSES),
+    amount: z.number().int().meta({ description: 'Net payable in minor units; negative means the organizer owes' }),
+    grossAmount: z.number().int().nullable(),
+    unitsSold: z.number().int().nullable(),
+    currency: z.string(),
+    notes: z.string().nullable(),
+    rejectionReason: z.string().nullable(),
+    event: z.object({ id: z.string(), name: z.string() }).nullable(),
+    eventDate: z.object({ id: z.string(), startsAt: z.string() }).nullable(),
+    hasDocument: z.boolean(),
+    paymentProofs: z.array(z.object({ fileName: z.string() })),
+    allocations: z.array(z.object({ bankAccountId: z.string(), percentage: z.number().int() })),
+    requestedAt: z.string().nullable(),
+    paidAt: z.string().nullable(),
+    createdAt: z.string(),
+  })
+  .meta({ id: 'Settlement' });
+type SettlementView = z.infer<typeof SettlementSchema>;
+
+const SettlementsQuery = PageQuerySchema.extend({
+  event: z.string().max(100).optional(),
+  status: z.enum(VISIBLE_SETTLEMENT_STATUSES).optional(),
+});
+
+const ProofParams = IdParamSchema.extend({ fileName: z.string().max(300) });
+
+const VISIBLE: readonly string[] = VISIBLE_SETTLEMENT_STATUSES;
+const NO_ROW = '00000000-0000-0000-0000-000000000000';
+
+/** Event, date and file names of the given (already tenant-scoped) settlements, in three small queries. */
+async function toViews(em: EntityManager, rows: ISettlement[]): Promise<SettlementView[]> {
+  if (rows.length === 0) return [];
+  const ids = rows.map((row) => row.id);
+  const placeholders = ids.map(() => '?').join(', ');
+  const files = await em.execute<Array<{ settlement_id: string; kind: string; file_name: string }>>(
+    `select settlement_id, kind, file_name from settlement_files where settlement_id in (${placeholders})
+      order by created_at, file_name`,
+    ids,
+  );
+  const eventIds = [...new Set(rows.flatMap((row) => (row.event ? [row.event] : [])))];
+  const dateIds = [...new Set(rows.flatMap((row) => (row.eventDate ? [row.eventDate] : [])))];
+  const events = eventIds.length
+    ? await em.execute<Array<{ id: string; name: string }>>(
+        `select id, name from events where id in (${eventIds.map(() => '?').join(', ')})`,
+        eventIds,
+      )
+    : [];
+  const dates = dateIds.length
+    ? await em.execute<Array<{ id: string; starts_at: Date | string }>>(
+        `select id, starts_at from event_dates where id in (${dateIds.map(() => '?').join(', ')})`,
+        dateIds,
+      )
+    : [];
+  return rows.map((row) => {
+    const own = files.filter((file) => file.settlement_id === row.id);
+    const event = events.find((each) => each.id === row.event);
+    const date = dates.find((each) => each.id === row.eventDate);
+    return {
+      id: row.id,
+      reference: row.reference,
+      label: row.label,
+      status: row.status as SettlementView['status'],
+      amount: row.amount,
+      grossAmount: row.grossAmount ?? null,
+      unitsSold: row.unitsSold ?? null,
+      currency: row.currency,
+      notes: row.notes ?? null,
+      rejectionReason: row.rejectionReason ?? null,
+      event: event ? { id: event.id, name: event.name } : null,
+      eventDate: date ? { id: date.id, startsAt: new Date(date.starts_at).toISOString() } : null,
+      hasDocument: own.some((file) => file.kind === 'DOCUMENT'),
+      paymentProofs: own.filter((file) => file.kind === 'PROOF').map((file) => ({ fileName: file.file_name })),
+      allocations: row.allocations.map((each) => ({ bankAccountId: each.bankAccountId, percentage: each.percentage })),
+      requestedAt: isoOrNull(row.requestedAt),
+      paidAt: isoOrNull(row.paidAt),
+      createdAt: row.createdAt.toISOString(),
+    };
+  });
+}
+
+/** A settlement of the active workspace the organizer may see (SENT or later), else 404: internal ones do not exist. */
+async function findVisible(em: EntityManager, id: string): Promise<ISettlement> {
+  const row = isUuid(id)
+    ? await em.findOne(Settlement, { id, status: { $in: [...VISIBLE_SETTLEMENT_STATUSES] } })
+    : null;
+  if (!row || !VISIBLE.includes(row.status)) throw notFound('Settlement');
+  return row;
+}
+
+/** One stored file of that settlement, matched exactly on kind and name; only name and bytes leave the database. */
+async function storedFile(em: EntityManager, settlementId: string, kind: 'DOCUMENT' | 'PROOF', fileName?: string) {
+  const [file] = await em.execute<Array<{ file_name: string; content_type: string; content: Buffer }>>(
+    `select file_name, content_type, content from settlement_files
+      where settlement_id = ? and kind = ? ${fileName === undefined ? '' : 'and file_name = ?'}
+      order by created_at desc limit 1`,
+    [settlementId, kind, ...(fileName === undefined ? [] : [fileName])],
+  );
+  return file ?? null;
+}
+
+export const settlementRoutes: FastifyPluginAsyncZod = async (app) => {
+  app.get(
+    '/settlements',
+    {
+      config: organizer('ADMIN', 'settlements'),
+      schema: {
+        tags: ['settlements'],
+        summary: 'List settlements sent to the organizer, newest first (contract 4.9)',
+        querystring: SettlementsQuery,
+        response: { 200: listOf(SettlementSchema) },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const after = decodeCursor(q.cursor);
+      const where: Record<string, unknown> = { status: q.status ?? { $in: [...VISIBLE_SETTLEMENT_STATUSES] } };
+      if (after) where.id = { $lt: after };
+      if (q.event) where.event = isUuid(q.event) ? q.event : NO_ROW;
+      const rows = await request.em.find(Settlement, where, { orderBy: { id: 'desc' }, limit: q.limit + 1 });
+      const { items, page } = toPage(rows, q.limit);
+      return {
+        data: await toViews(request.em, items),
+        page,
+        ...(request.warnings.length ? { warnings: request.warnings } : {}),
+      };
+    },
+  );
+
+  app.get(
+    '/settlements/:id',
+    {
+      config: organizer('ADMIN', 'settlements'),
+      schema: {
+        tags: ['settlements'],
+        summary: 'One settlement (only SENT, AWAITING_PAYMENT and PAID exist for the organizer)',
+        params: IdParamSchema,
+        response: { 200: dataOf(SettlementSchema) },
+      },
+    },
+    async (request) => {
+      const row = await findVisible(request.em, request.params.id);
+      const [view] = await toViews(request.em, [row]);
+      return { data: view as SettlementView };
+    },
+  );
+
+  app.get(
+    '/settlements/:id/document',
+    {
+      config: organizer('ADMIN', 'settlements'),
+      schema: {
+        tags: ['settlements'],
+        summary: 'The settlement statement (application/pdf)',
+        params: IdParamSchema,
+      },
+    },
+    async (request, reply) => {
+      const row = await findVisible(request.em, request.params.id);
+      const file = await storedFile(request.em, row.id, 'DOCUMENT');
+      if (!file) throw notFound('Settlement document');
+      return reply
+        .type('application/pdf')
+        .header('content-disposition', `attachment; filename="${file.file_name}"`)
+        .header('content-length', String(file.content.length))
+        .header('x-content-type-options', 'nosniff')
+        .send(Readable.from([file.content]));
+    },
+  );
+
+  app.get(
+    '/settlements/:id/proofs/:fileName',
+    {
+      config: organizer('ADMIN', 'settlements'),
+      schema: {
+        tags: ['settlements'],
+        summary: 'A bank transfer proof of this settlement, by its exact file name',
+        params: ProofParams,
+      },
+    },
+    async (request, reply) => {
+      const row = await findVisible(request.em, request.params.id);
+      const { fileName } = request.params;
+      // Only a plain name can be a proof's name; anything with a path meaning is not looked up at all.
+      if (!PROOF_FILE_NAME_PATTERN.test(fileName) || fileName.includes('..')) throw notFound('Proof');
+      const file = await storedFile(request.em, row.id, 'PROOF', fileName);
+      if (!file) throw notFound('Proof');
+      return reply
+        .type(file.content_type)
+        .header('content-disposition', `attachment; filename="${file.file_name}"`)
+        .header('content-length', String(file.content.length))
+        .header('x-content-type-options', 'nosniff')
+        .send(Readable.from([file.content]));
+    },
+  );
+};

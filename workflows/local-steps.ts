@@ -1,0 +1,37 @@
+/** Helpers for local activities shared by the workflows (workflow-safe: no I/O, only the workflow sandbox's APIs). */
+import { CancellationScope, isCancellation, log } from '@temporalio/workflow';
+
+/** Retried without a cap with a short backoff: a database restart delays a step instead of failing the execution. */
+export const UNTIL_IT_WORKS = {
+  initialInterval: '500 milliseconds',
+  backoffCoefficient: 2,
+  maximumInterval: '30 seconds',
+} as const;
+
+type Steps = Record<string, (...args: never[]) => Promise<unknown>>;
+
+/**
+ * A local activity still running when its run is evicted from the worker's cache comes back cancelled (SDK core
+ * invalidates it; evictions happen whenever the cache is full, as in a flash sale, and after restarts). Every local
+ * step passed here must be idempotent: a cancelled one simply runs again, unless the workflow itself is being
+ * cancelled.
+ */
+export function rerunWhenEvicted<T extends Steps>(steps: T): T {
+  return new Proxy(steps, {
+    get(target, name: string) {
+      const step = target[name];
+      if (typeof step !== 'function') return step;
+      return async (...args: never[]) => {
+        for (;;) {
+          try {
+            return await step(...args);
+          } catch (error) {
+            const evicted = isCancellation(error) && !CancellationScope.current().consideredCancelled;
+            if (!evicted) throw error;
+            log.warn('a local step was cancelled by a cache eviction; running it again', { step: name });
+          }
+        }
+      };
+    },
+  });
+}
