@@ -17,8 +17,8 @@ export const Discount = defineEntity({
     /** Codes are stored upper-case; buyers may type them in any case. */
     code: p.string().length(40),
     type: p.enum(DISCOUNT_TYPES),
-    /** PERCENT: 0–100; FIXED: minor units per order. */
-    value: p.integer(),
+    /** PERCENT: 0–100 with at most two decimals (12.5 %); FIXED: whole minor units per order. */
+    value: p.decimal('number').precision(12).scale(2),
     /** null: valid for every event of the workspace. */
     event: () => p.manyToOne(Event).mapToPk().nullable(),
     active: p.boolean().default(true),

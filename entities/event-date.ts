@@ -11,6 +11,8 @@ export const EventDate = defineEntity({
   name: 'EventDate',
   tableName: 'event_dates',
   filters: { ...softDeleteFilter, ...tenantFilter },
+  // Inventory and financials reports select a workspace's dates by when they start.
+  indexes: [{ properties: ['workspace', 'startsAt'] }],
   properties: {
     ...baseProperties,
     workspace: () => p.manyToOne(Workspace).mapToPk().deleteRule('cascade'),

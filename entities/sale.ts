@@ -27,6 +27,9 @@ export const Sale = defineEntity({
     { properties: ['workspace', 'eventDate', 'id'] },
     { properties: ['workspace', 'createdAt'] },
     { properties: ['buyer', 'eventDate', 'status'] },
+    // Reports (api/reports): CONFIRMED sales of a period (timeseries, summary), and one event's sales of a period.
+    { properties: ['workspace', 'status', 'createdAt'] },
+    { properties: ['workspace', 'event', 'createdAt'] },
   ],
   properties: {
     ...baseProperties,

@@ -9,6 +9,12 @@ export const Ticket = defineEntity({
   name: 'Ticket',
   tableName: 'tickets',
   filters: { ...tenantFilter },
+  // The attendees export (api/reports/exports.ts) pages a workspace's tickets by id, whole or per event or date.
+  indexes: [
+    { properties: ['workspace', 'id'] },
+    { properties: ['workspace', 'eventId', 'id'] },
+    { properties: ['workspace', 'eventDateId', 'id'] },
+  ],
   properties: {
     ...baseProperties,
     workspace: () => p.manyToOne(Workspace).mapToPk().deleteRule('cascade'),

@@ -72,13 +72,14 @@ describe('discounts: create and update', () => {
     expect((await createDiscount({ code })).code).toBe(code.toUpperCase());
   });
 
-  test('PERCENT values are 1–100 and FIXED values at least 1 minor unit (422 body.value)', async () => {
+  test('PERCENT values are over 0 up to 100 with two decimals, FIXED whole minor units ≥ 1 (422 body.value)', async () => {
     for (const [type, value] of [
       ['PERCENT', 0],
       ['PERCENT', 101],
-      ['PERCENT', 12.5],
+      ['PERCENT', 12.345],
       ['FIXED', 0],
       ['FIXED', -5],
+      ['FIXED', 99.5],
     ] as const) {
       const response = await call('POST', '/discounts', admin.key, { code: uniqueCode(), type, value });
       expect(response.statusCode).toBe(422);
@@ -90,6 +91,11 @@ describe('discounts: create and update', () => {
     expect(fieldsOf(toPercent)).toEqual(['body.value']);
     const both = await call('PATCH', `/discounts/${fixed.id}`, admin.key, { type: 'PERCENT', value: 100 });
     expect(both.json().data).toMatchObject({ type: 'PERCENT', value: 100 });
+    // The contract types value as a number: a fractional percentage is kept exactly and read back as a number.
+    const fractional = await createDiscount({ type: 'PERCENT', value: 12.5 });
+    expect(fractional).toMatchObject({ type: 'PERCENT', value: 12.5 });
+    const read = await call('GET', '/discounts', admin.key);
+    expect(read.json().data.find((d: { id: string }) => d.id === fractional.id)?.value).toBe(12.5);
   });
 
   test('a code with spaces or symbols, an unknown event and an inverted window are refused naming the field', async () => {

@@ -40,7 +40,9 @@ const DiscountFields = z.object({
     .regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, dashes and underscores')
     .transform((code) => code.toUpperCase()),
   type: z.enum(DISCOUNT_TYPES),
-  value: z.number().int().min(1).max(MAX_FIXED_VALUE).meta({ description: 'PERCENT: 1–100; FIXED: minor units, ≥ 1' }),
+  value: z.number().positive().max(MAX_FIXED_VALUE).meta({
+    description: 'PERCENT: more than 0 up to 100, at most two decimals (12.5); FIXED: whole minor units, ≥ 1',
+  }),
   eventId: z.string().refine(isUuid, 'must be a UUID').nullable(),
   active: z.boolean(),
   maxUses: z.number().int().min(1).max(100_000_000).nullable(),
@@ -85,7 +87,13 @@ const invalid = (field: string, message: string): AppError =>
 const toDate = (value: string | null | undefined): Date | null => (value ? new Date(value) : null);
 
 function assertValue(type: IDiscount['type'], value: number): void {
-  if (type === 'PERCENT' && value > 100) throw invalid('body.value', 'a PERCENT discount is between 1 and 100');
+  if (type === 'PERCENT') {
+    if (value > 100) throw invalid('body.value', 'a PERCENT discount is more than 0 and at most 100');
+    if (Math.round(value * 100) / 100 !== value)
+      throw invalid('body.value', 'a PERCENT discount has at most two decimals');
+    return;
+  }
+  if (!Number.isInteger(value)) throw invalid('body.value', 'a FIXED discount is whole minor units');
 }
 
 function assertWindow(startsAt: Date | null, endsAt: Date | null): void {
