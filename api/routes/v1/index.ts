@@ -12,6 +12,7 @@ import { eventRoutes } from './events.js';
 import { meRoutes } from './me.js';
 import { membershipPlanRoutes } from './membership-plans.js';
 import { organizerWebhookRoutes } from './organizer-webhooks.js';
+import { reportRoutes } from './reports.js';
 import { salesRoutes } from './sales.js';
 import { salesOpsRoutes } from './sales-ops.js';
 import { settlementRoutes } from './settlements.js';
@@ -45,4 +46,5 @@ export const organizerRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> =
   await app.register(ticketRoutes, { services });
   await app.register(customerTicketRoutes, { services });
   await app.register(organizerWebhookRoutes, { services });
+  await app.register(reportRoutes);
 };

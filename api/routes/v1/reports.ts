@@ -1,0 +1,440 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { dataOf, listOf, type Page } from '../../http/envelope.js';
+import { decodeCursor, encodeCursor, PageQuerySchema } from '../../http/pagination.js';
+import { organizer } from '../../http/route-access.js';
+import { activeWorkspace } from '../../plugins/auth.js';
+import {
+  ATTENDEE_COLUMNS,
+  AttendeesQuery,
+  attendeesSource,
+  BUYER_COLUMNS,
+  BuyersQuery,
+  buyersSource,
+  type ExportColumnKind,
+  type ExportFormat,
+  type ExportSource,
+  exportFormat,
+  FormatParam,
+  prepareExport,
+  SUBSCRIBER_COLUMNS,
+  SubscribersQuery,
+  subscribersSource,
+} from '../../reports/exports.js';
+import {
+  checkRange,
+  DateReportQuery,
+  EXPORT_ROW_LIMIT,
+  Id,
+  RANGE_SHAPE,
+  SalesReportQuery,
+  type Scope,
+  workspaceTimeZone,
+} from '../../reports/filters.js';
+import { financials } from '../../reports/financials.js';
+import { BUCKETS, byEvent, inventory, summary, timeseries } from '../../reports/queries.js';
+import {
+  MISMATCH_REASONS,
+  ReconciliationQuery,
+  reconciliationPage,
+  reconciliationSource,
+  reconciliationTotals,
+} from '../../reports/reconciliation.js';
+
+// ------------------------------------------------------------------------------------------------ schemas
+
+const RevenueSchema = z
+  .object({
+    gross: z.number().int(),
+    discounts: z.number().int(),
+    serviceFees: z.number().int(),
+    iva: z.number().int(),
+    collected: z.number().int(),
+    organizerServiceFees: z.number().int(),
+  })
+  .meta({ id: 'ReportRevenue', description: 'Money of CONFIRMED sales, minor units, as stored at sale time' });
+
+const PeriodSchema = z.object({ from: z.string().nullable(), to: z.string().nullable(), timeZone: z.string() });
+
+const SummarySchema = z
+  .object({
+    period: PeriodSchema,
+    revenue: RevenueSchema,
+    tickets: z.object({ sold: z.number().int() }),
+    sales: z.object({
+      confirmed: z.number().int(),
+      free: z.number().int(),
+      pending: z.number().int(),
+      abandoned: z.number().int(),
+      cancelled: z.number().int(),
+      refunded: z.number().int(),
+      refundedAmount: z.number().int(),
+    }),
+    memberships: z.object({ active: z.number().int(), newInPeriod: z.number().int(), revenue: z.number().int() }),
+  })
+  .meta({ id: 'ReportSummary' });
+
+const EventKpisSchema = z
+  .object({
+    eventId: z.string(),
+    eventName: z.string(),
+    eventStatus: z.string(),
+    sales: z.object({
+      confirmed: z.number().int(),
+      pending: z.number().int(),
+      abandoned: z.number().int(),
+      cancelled: z.number().int(),
+      refunded: z.number().int(),
+    }),
+    ticketsSold: z.number().int(),
+    revenue: RevenueSchema,
+  })
+  .meta({ id: 'ReportEventKpis' });
+
+const TimeseriesSchema = z
+  .object({
+    interval: z.enum(BUCKETS),
+    period: PeriodSchema,
+    points: z.array(
+      z.object({ bucket: z.string(), sales: z.number().int(), tickets: z.number().int(), revenue: RevenueSchema }),
+    ),
+  })
+  .meta({ id: 'ReportTimeseries' });
+
+const InventoryRowSchema = z
+  .object({
+    eventId: z.string(),
+    eventName: z.string(),
+    eventDateId: z.string(),
+    startsAt: z.string(),
+    timezone: z.string(),
+    ticketTypeId: z.string(),
+    ticketTypeName: z.string(),
+    capacity: z.number().int(),
+    sold: z.number().int(),
+    reserved: z.number().int(),
+    available: z.number().int(),
+  })
+  .meta({ id: 'ReportInventoryRow' });
+
+const FinancialsRowSchema = z
+  .object({
+    eventId: z.string(),
+    eventName: z.string(),
+    eventDateId: z.string(),
+    startsAt: z.string(),
+    currency: z.string().nullable(),
+    salesCount: z.number().int(),
+    unitsSold: z.number().int(),
+    listSubtotal: z.number().int(),
+    discounts: z.number().int(),
+    gross: z.number().int(),
+    buyerServiceFees: z.number().int(),
+    buyerIva: z.number().int(),
+    collected: z.number().int(),
+    organizerServiceFee: z.number().int(),
+    organizerIva: z.number().int(),
+    gatewayCosts: z.number().int(),
+    costs: z.number().int(),
+    collectedByOrganizer: z.number().int(),
+    netPayable: z.number().int(),
+  })
+  .meta({ id: 'ReportFinancialsRow', description: 'Per event date, the figures its settlement statement shows' });
+
+const ReconciliationRowSchema = z
+  .object({
+    saleId: z.string(),
+    reference: z.string(),
+    status: z.string(),
+    channel: z.string(),
+    gateway: z.string().nullable(),
+    paymentRef: z.string().nullable(),
+    createdAt: z.string(),
+    confirmedAt: z.string().nullable(),
+    total: z.number().int(),
+    confirmedAmount: z.number().int(),
+    approvedPayments: z.number().int(),
+    charged: z.number().int(),
+    refunded: z.number().int(),
+    refundsPending: z.number().int(),
+    expectedAtGateway: z.number().int(),
+    netAtGateway: z.number().int(),
+    mismatch: z.boolean(),
+    mismatchReason: z.enum(MISMATCH_REASONS).nullable(),
+  })
+  .meta({ id: 'ReportReconciliationRow' });
+
+const ReconciliationSchema = z
+  .object({
+    totals: z.object({
+      sales: z.number().int(),
+      confirmedAmount: z.number().int(),
+      charged: z.number().int(),
+      refunded: z.number().int(),
+      refundsPending: z.number().int(),
+      expectedAtGateway: z.number().int(),
+      netAtGateway: z.number().int(),
+      mismatches: z.number().int(),
+    }),
+    rows: z.array(ReconciliationRowSchema),
+  })
+  .meta({ id: 'ReportReconciliation' });
+
+/** Describes the export rows for the OpenAPI document; the rows themselves are streamed, not serialized here. */
+const rowSchema = (id: string, columns: ReadonlyArray<readonly [string, ExportColumnKind]>) => {
+  const kinds: Record<ExportColumnKind, z.ZodType> = {
+    text: z.string().nullable(),
+    number: z.number().int(),
+    boolean: z.boolean(),
+    time: z.string().nullable(),
+  };
+  return z.object(Object.fromEntries(columns.map(([name, kind]) => [name, kinds[kind]]))).meta({ id });
+};
+
+const TimeseriesQuery = z.object({ ...RANGE_SHAPE, interval: z.enum(BUCKETS).default('day') }).superRefine(checkRange);
+const InventoryQuery = z.object({ ...RANGE_SHAPE, ticketType: Id.optional() }).superRefine(checkRange);
+const ReconciliationPageQuery = z
+  .object({ ...ReconciliationQuery.shape, ...PageQuerySchema.shape, limit: PageQuerySchema.shape.limit })
+  .superRefine(checkRange);
+const ReconciliationExportQuery = z
+  .object({ ...ReconciliationQuery.shape, format: FormatParam })
+  .superRefine(checkRange);
+
+const EXPORT_HEADERS = 'X-Export-Truncated (true when more than 5000 rows matched) and X-Export-Row-Limit';
+
+// ------------------------------------------------------------------------------------------------ helpers
+
+async function scopeOf(request: FastifyRequest): Promise<Scope> {
+  const { workspaceId } = activeWorkspace(request);
+  return { workspaceId, timeZone: await workspaceTimeZone(request.em, workspaceId) };
+}
+
+const period = (scope: Scope, range: { from?: string | undefined; to?: string | undefined }) => ({
+  from: range.from ?? null,
+  to: range.to ?? null,
+  timeZone: scope.timeZone,
+});
+
+const withWarnings = (request: FastifyRequest) => (request.warnings.length ? { warnings: request.warnings } : {});
+
+const SINGLE_PAGE: Page = { nextCursor: null, hasMore: false };
+
+async function sendExport(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  source: ExportSource,
+  format: ExportFormat,
+): Promise<FastifyReply> {
+  const prepared = await prepareExport(request.em, source, format, request.warnings);
+  reply
+    .header('x-export-row-limit', String(EXPORT_ROW_LIMIT))
+    .header('x-export-truncated', String(prepared.truncated))
+    .header('cache-control', 'no-store')
+    .type(prepared.contentType);
+  if (prepared.fileName) reply.header('content-disposition', `attachment; filename="${prepared.fileName}"`);
+  request.log.info({ export: source.name, format, truncated: prepared.truncated }, 'export streamed');
+  return reply.send(prepared.body);
+}
+
+// ------------------------------------------------------------------------------------------------ routes
+
+/** Reports group of contract 4.1: VIEWER reads the reports, exports are ADMIN (contract 5.4). */
+export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
+  app.get(
+    '/reports/summary',
+    {
+      config: organizer('VIEWER', 'reports'),
+      schema: {
+        tags: ['reports'],
+        summary: 'KPIs for a period: revenue, tickets, sales by status, memberships',
+        querystring: SalesReportQuery,
+        response: { 200: dataOf(SummarySchema) },
+      },
+    },
+    async (request) => {
+      const scope = await scopeOf(request);
+      const data = await summary(request.em, scope, request.query);
+      return { data: { period: period(scope, request.query), ...data } };
+    },
+  );
+
+  app.get(
+    '/reports/inventory',
+    {
+      config: organizer('VIEWER', 'reports'),
+      schema: {
+        tags: ['reports'],
+        summary: 'Capacity, sold, reserved and available by event, date and ticket type',
+        description: 'from/to select event dates by the day they start, in the workspace time zone.',
+        querystring: InventoryQuery,
+        response: { 200: listOf(InventoryRowSchema) },
+      },
+    },
+    async (request) => {
+      const scope = await scopeOf(request);
+      return { data: await inventory(request.em, scope, request.query), page: SINGLE_PAGE, ...withWarnings(request) };
+    },
+  );
+
+  app.get(
+    '/reports/by-event',
+    {
+      config: organizer('VIEWER', 'reports'),
+      schema: {
+        tags: ['reports'],
+        summary: 'Sales KPIs per event',
+        querystring: SalesReportQuery,
+        response: { 200: listOf(EventKpisSchema) },
+      },
+    },
+    async (request) => {
+      const scope = await scopeOf(request);
+      return { data: await byEvent(request.em, scope, request.query), page: SINGLE_PAGE, ...withWarnings(request) };
+    },
+  );
+
+  app.get(
+    '/reports/timeseries',
+    {
+      config: organizer('VIEWER', 'reports'),
+      schema: {
+        tags: ['reports'],
+        summary:
+          'CONFIRMED sales per day, week (from Monday) or month, in the workspace time zone; empty buckets included',
+        description: 'Without from/to: the last 30 days, 12 weeks or 12 months up to today.',
+        querystring: TimeseriesQuery,
+        response: { 200: dataOf(TimeseriesSchema) },
+      },
+    },
+    async (request) => {
+      const scope = await scopeOf(request);
+      const { interval, ...filters } = request.query;
+      const series = await timeseries(request.em, scope, filters, interval);
+      return {
+        data: { interval, period: period(scope, series), points: series.points },
+      };
+    },
+  );
+
+  app.get(
+    '/reports/financials',
+    {
+      config: organizer('VIEWER', 'reports'),
+      schema: {
+        tags: ['reports'],
+        summary: 'Per event date: gross, costs and net payable, as its settlement statement computes them',
+        description: 'from/to select event dates by the day they start, in the workspace time zone.',
+        querystring: DateReportQuery,
+        response: { 200: listOf(FinancialsRowSchema) },
+      },
+    },
+    async (request) => {
+      const scope = await scopeOf(request);
+      return { data: await financials(request.em, scope, request.query), page: SINGLE_PAGE, ...withWarnings(request) };
+    },
+  );
+
+  app.get(
+    '/reports/reconciliation',
+    {
+      config: organizer('VIEWER', 'reports'),
+      schema: {
+        tags: ['reports'],
+        summary: 'Each sale against its gateway payments and refunds, with mismatches flagged; totals over the filter',
+        querystring: ReconciliationPageQuery,
+        response: { 200: dataOf(ReconciliationSchema).extend({ page: listOf(z.never()).shape.page }) },
+      },
+    },
+    async (request) => {
+      const scope = await scopeOf(request);
+      const { limit, cursor, ...filters } = request.query;
+      const after = decodeCursor(cursor);
+      const [totals, fetched] = await Promise.all([
+        reconciliationTotals(request.em, scope, filters),
+        reconciliationPage(request.em, scope, filters, { limit: limit + 1, after }),
+      ]);
+      const rows = fetched.slice(0, limit);
+      const last = rows[rows.length - 1];
+      const hasMore = fetched.length > limit;
+      return {
+        data: { totals, rows },
+        page: { nextCursor: hasMore && last ? encodeCursor(last.saleId) : null, hasMore },
+      };
+    },
+  );
+
+  app.get(
+    '/reports/exports/reconciliation',
+    {
+      config: organizer('ADMIN', 'reports'),
+      schema: {
+        tags: ['reports'],
+        summary: 'The reconciliation as CSV (format=json for JSON), at most 5000 rows',
+        description: EXPORT_HEADERS,
+        querystring: ReconciliationExportQuery,
+        response: { 200: listOf(ReconciliationRowSchema) },
+      },
+    },
+    async (request, reply) => {
+      const { format, ...filters } = request.query;
+      const source = reconciliationSource(await scopeOf(request), filters);
+      return sendExport(request, reply, source, format ?? 'csv');
+    },
+  );
+
+  app.get(
+    '/reports/exports/attendees',
+    {
+      config: organizer('ADMIN', 'reports'),
+      schema: {
+        tags: ['reports'],
+        summary: 'One row per ticket, filtered by event, date, ticket type and check-in; JSON or CSV; max 5000',
+        description: EXPORT_HEADERS,
+        querystring: AttendeesQuery,
+        response: { 200: listOf(rowSchema('ExportAttendee', ATTENDEE_COLUMNS)) },
+      },
+    },
+    async (request, reply) => {
+      const source = attendeesSource(await scopeOf(request), request.query);
+      return sendExport(request, reply, source, exportFormat(request.query.format, request.headers.accept));
+    },
+  );
+
+  app.get(
+    '/reports/exports/buyers',
+    {
+      config: organizer('ADMIN', 'reports'),
+      schema: {
+        tags: ['reports'],
+        summary: 'One row per buyer email of the filtered sales (CONFIRMED by default); JSON or CSV; max 5000',
+        description: EXPORT_HEADERS,
+        querystring: BuyersQuery,
+        response: { 200: listOf(rowSchema('ExportBuyer', BUYER_COLUMNS)) },
+      },
+    },
+    async (request, reply) => {
+      const source = buyersSource(await scopeOf(request), request.query);
+      return sendExport(request, reply, source, exportFormat(request.query.format, request.headers.accept));
+    },
+  );
+
+  app.get(
+    '/reports/exports/subscribers',
+    {
+      config: organizer('ADMIN', 'reports'),
+      schema: {
+        tags: ['reports'],
+        summary: 'Membership subscribers (ExportSubscriber); JSON or CSV; max 5000',
+        description: EXPORT_HEADERS,
+        querystring: SubscribersQuery,
+        response: { 200: listOf(rowSchema('ExportSubscriber', SUBSCRIBER_COLUMNS)) },
+      },
+    },
+    async (request, reply) => {
+      const { workspaceId } = activeWorkspace(request);
+      const source = subscribersSource({ workspaceId, timeZone: 'UTC' });
+      return sendExport(request, reply, source, exportFormat(request.query.format, request.headers.accept));
+    },
+  );
+};
