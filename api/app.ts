@@ -3,13 +3,16 @@ import cookie from '@fastify/cookie';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { REDACTED_PATHS } from '../config/logger.js';
+import { type RateLimitOverrides, rateLimitsFrom } from '../config/rate-limits.js';
 import { authPlugin } from './plugins/auth.js';
 import { controlCharactersPlugin } from './plugins/control-characters.js';
 import { customerAuthPlugin } from './plugins/customer-auth.js';
 import { errorsPlugin } from './plugins/errors.js';
 import { idempotencyPlugin } from './plugins/idempotency.js';
+import { loadSheddingPlugin } from './plugins/load-shedding.js';
+import { metricsPlugin } from './plugins/metrics.js';
 import { registerOpenApi } from './plugins/openapi.js';
-import { publicRateLimitPlugin } from './plugins/rate-limit.js';
+import { organizerRateLimitPlugin, publicRateLimitPlugin, rateLimitersPlugin } from './plugins/rate-limit.js';
 import { codecRoutes } from './routes/codec.js';
 import { healthRoutes } from './routes/health.js';
 import { publicRoutes } from './routes/public/index.js';
@@ -27,7 +30,13 @@ const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{8,128}$/;
 /** Builds the whole HTTP application. Tests build it too and drive it with `inject` or a real port. */
 export async function buildApp(
   services: ApiServices,
-  options: { logger?: FastifyServerOptions['logger'] } = {},
+  options: {
+    logger?: FastifyServerOptions['logger'];
+    /** Limits other than the configured ones (config/rate-limits.ts), e.g. small ones in tests. */
+    rateLimits?: RateLimitOverrides;
+    /** Longest wait for Redis on a limit check before counting in memory (default RATE_LIMIT_REDIS_TIMEOUT_MS). */
+    rateLimitRedisTimeoutMs?: number;
+  } = {},
 ): Promise<FastifyInstance> {
   const app = Fastify({
     logger: options.logger ?? {
@@ -53,10 +62,25 @@ export async function buildApp(
   });
 
   await app.register(errorsPlugin);
+  // Counts every answer, shed ones included; then shedding, before any other hook spends work on a request.
+  await app.register(metricsPlugin, { orm: services.orm, token: services.env.METRICS_TOKEN });
+  await app.register(loadSheddingPlugin, {
+    maxEventLoopDelayMs: services.env.LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS,
+    maxEventLoopUtilization: services.env.LOAD_SHED_MAX_EVENT_LOOP_UTILIZATION,
+    sampleIntervalMs: services.env.LOAD_SHED_SAMPLE_INTERVAL_MS,
+    retryAfterSeconds: services.env.LOAD_SHED_RETRY_AFTER_SECONDS,
+  });
   await app.register(controlCharactersPlugin);
   await app.register(cookie);
   await app.register(authPlugin, services);
   await app.register(customerAuthPlugin);
+  await app.register(rateLimitersPlugin, {
+    redis: services.redis,
+    limits: rateLimitsFrom(services.env, options.rateLimits),
+    ...(options.rateLimitRedisTimeoutMs === undefined ? {} : { redisTimeoutMs: options.rateLimitRedisTimeoutMs }),
+  });
+  // After both authentication hooks (they resolve the key), before idempotency replays and every route.
+  await app.register(organizerRateLimitPlugin);
   await app.register(idempotencyPlugin, services);
 
   await app.register(healthRoutes, services);
@@ -78,10 +102,7 @@ export async function buildApp(
 
   await app.register(async (publicApi) => {
     // First in the scope, so every public route (docs included) is behind the per-IP limit (contract 4.18, 8).
-    await publicApi.register(publicRateLimitPlugin, {
-      redis: services.redis,
-      limit: services.env.PUBLIC_RATE_LIMIT_PER_MINUTE,
-    });
+    await publicApi.register(publicRateLimitPlugin);
     await registerOpenApi(publicApi, {
       prefix: PUBLIC_PREFIX,
       title: 'Ticketing public storefront API',

@@ -54,7 +54,37 @@ const EnvSchema = z.object({
    */
   TRUST_PROXY: z.string().default('loopback'),
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  /** Requests per minute per client (IPv4 address or IPv6 /64) on the public API (config/rate-limits.ts). */
   PUBLIC_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(120),
+  /** Requests per minute per API key on the organizer API; the contract gives no value (config/rate-limits.ts). */
+  ORGANIZER_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
+  // ---------------------------------------------------------------- metrics and load shedding (observability/)
+  /** Port of the worker's Prometheus endpoint (`GET /metrics`, observability/worker-metrics.ts); 0 turns it off. */
+  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  /** Interface that endpoint listens on: loopback by default, `0.0.0.0` when Prometheus scrapes from elsewhere. */
+  WORKER_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /**
+   * `host:port` of the Temporal SDK's own Prometheus exporter (worker slots, task latencies, sticky cache); empty
+   * turns it off. The worker's /metrics includes what it exports, so Prometheus scrapes WORKER_METRICS_PORT only.
+   */
+  TEMPORAL_METRICS_BIND_ADDRESS: z
+    .string()
+    .regex(/^$|^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, 'must be host:port, or empty to turn it off')
+    .default('127.0.0.1:9465'),
+  /** When set, the API's `GET /metrics` asks for `Authorization: Bearer <METRICS_TOKEN>`; unset, it is open. */
+  METRICS_TOKEN: z.preprocess((value) => (value === '' ? undefined : value), z.string().min(16).optional()),
+  /**
+   * Load shedding (api/plugins/load-shedding.ts): above either threshold the API answers 503 SERVICE_UNAVAILABLE with
+   * Retry-After instead of queueing requests without bound; /health and /metrics always answer. 0 turns one off.
+   * Mean event-loop delay (ms) over the last sample: every request waits at least that long before it even starts.
+   */
+  LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: z.coerce.number().min(0).default(500),
+  /** Share (0–1) of the last sample the event loop was busy: near 1, work arrives faster than it is done. */
+  LOAD_SHED_MAX_EVENT_LOOP_UTILIZATION: z.coerce.number().min(0).max(1).default(0.98),
+  /** How often the event loop is sampled (ms); a sample decides until the next one. */
+  LOAD_SHED_SAMPLE_INTERVAL_MS: z.coerce.number().int().min(10).default(1000),
+  /** Seconds a shed client is told to wait (Retry-After). */
+  LOAD_SHED_RETRY_AFTER_SECONDS: z.coerce.number().int().min(1).default(5),
   SANDBOX_URL: z.string().url().default('http://127.0.0.1:4010'),
   /** Provider base URLs; unset means the local sandbox (`<SANDBOX_URL>/gateway-a`, …). */
   GATEWAY_A_BASE_URL: z.string().url().optional(),
@@ -67,6 +97,11 @@ const EnvSchema = z.object({
   GATEWAY_B_API_KEY: z.string().default('dev-gateway-b-api-key'),
   GATEWAY_B_SECRET_KEY: z.string().default('dev-gateway-b-secret-key'),
   GATEWAY_B_RENDER_MODE: z.string().default('embedded'),
+  /**
+   * Where browsers load gateway B's button script on the storefront's hosted payment page. Unset: the gateway's own
+   * library when GATEWAY_B_BASE_URL names the real gateway, else the sandbox's stand-in under the gateway B base URL.
+   */
+  GATEWAY_B_BUTTON_SCRIPT_URL: z.string().url().optional(),
   SEATMAP_SECRET_KEY: z.string().default('dev-seatmap-secret-key'),
   SMTP_HOST: z.string().default('127.0.0.1'),
   SMTP_PORT: z.coerce.number().int().default(2525),

@@ -5,6 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import { buildApp } from '../api/app.js';
 import type { ApiServices } from '../api/services.js';
 import { loadEnv } from '../config/env.js';
@@ -19,10 +20,16 @@ const unused = <T extends object>(name: string): T =>
     },
   });
 
+/**
+ * A Redis client that never connects (lazyConnect, and no command is sent while it is not ready): the documents'
+ * routes are rate limited too, and their limits then count in memory.
+ */
+const disconnectedRedis = new Redis({ lazyConnect: true });
+
 const services: ApiServices = {
   env: loadEnv(),
   orm: unused('orm'),
-  redis: unused('redis'),
+  redis: disconnectedRedis,
   temporal: unused('temporal'),
   gatewayA: unused('gatewayA'),
 };
@@ -39,3 +46,4 @@ for (const [file, url] of [
   console.log(`wrote openapi/${file}`);
 }
 await app.close();
+disconnectedRedis.disconnect();

@@ -1,27 +1,16 @@
-import { createHash } from 'node:crypto';
 import { isIPv6 } from 'node:net';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts } from 'rate-limiter-flexible';
+import {
+  RATE_LIMIT_NAMES,
+  RATE_LIMIT_REDIS_TIMEOUT_MS,
+  type RateLimitName,
+  type RateLimitSpec,
+  type RateLimits,
+} from '../../config/rate-limits.js';
 import { AppError } from '../../domain/errors.js';
-
-/**
- * Fixed-window counter, atomic in Redis: the first hit of a window creates the counter with the window's TTL, later
- * hits only increment it. INCR and PEXPIRE run in one script, so a crash between them can never leave a counter
- * without expiry (which would block a client forever). The window is anchored at the key's first hit, and its
- * remaining time comes from Redis itself, so every API process agrees on it whatever their clocks say.
- * Returns { count after this hit, milliseconds until the window resets }.
- */
-const FIXED_WINDOW_SCRIPT = `
-local count = redis.call('INCR', KEYS[1])
-local ttl = redis.call('PTTL', KEYS[1])
-if count == 1 or ttl < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  ttl = tonumber(ARGV[1])
-end
-return { count, ttl }
-`;
-const FIXED_WINDOW_SHA = createHash('sha1').update(FIXED_WINDOW_SCRIPT).digest('hex');
 
 export interface RateLimitResult {
   /** False once this hit is over the limit. */
@@ -33,33 +22,87 @@ export interface RateLimitResult {
   resetSeconds: number;
 }
 
-/**
- * Counts one hit against `key` and says whether it is within `limit` hits per `windowSeconds`. Shared by every
- * process that uses the same Redis, so a limit holds across API instances. Reusable for any limit of the service
- * (public API per IP, payment opens per buyer, ticket resends); the caller decides what to do when Redis fails,
- * since this throws the Redis error.
- */
-export async function consumeRateLimit(
-  redis: Redis,
-  key: string,
-  limit: number,
-  windowSeconds: number,
-): Promise<RateLimitResult> {
-  const windowMs = String(windowSeconds * 1000);
-  let reply: unknown;
-  try {
-    reply = await redis.evalsha(FIXED_WINDOW_SHA, 1, key, windowMs);
-  } catch (error) {
-    // First use on this Redis (or after SCRIPT FLUSH): send the script body once; Redis caches it by its SHA.
-    if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
-    reply = await redis.eval(FIXED_WINDOW_SCRIPT, 1, key, windowMs);
+/** The limits of one API process, by name (config/rate-limits.ts). */
+export interface RateLimiterSet {
+  readonly limits: RateLimits;
+  /** Counts one hit of `key` against the limit `name`. Never throws for Redis: see createRateLimiters. */
+  consume(name: RateLimitName, key: string): Promise<RateLimitResult>;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    rateLimits: RateLimiterSet;
   }
-  const [count, ttlMs] = (reply as [number, number]).map(Number) as [number, number];
+}
+
+/**
+ * The in-memory stand-in for Redis. rate-limiter-flexible calls it only when the Redis limiter failed, so each call
+ * is also the signal that the process is limiting on its own.
+ */
+class MemoryInsurance extends RateLimiterMemory {
+  readonly #onUse: () => void;
+
+  constructor(options: { keyPrefix: string; points: number; duration: number }, onUse: () => void) {
+    super(options);
+    this.#onUse = onUse;
+  }
+
+  override consume(key: string | number, points?: number, options?: Record<string, unknown>): Promise<RateLimiterRes> {
+    this.#onUse();
+    return super.consume(key, points, options);
+  }
+}
+
+const toResult = (spec: RateLimitSpec, res: RateLimiterRes, allowed: boolean): RateLimitResult => ({
+  allowed,
+  limit: spec.points,
+  remaining: Math.max(0, Math.min(spec.points, res.remainingPoints)),
+  resetSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
+});
+
+/**
+ * Every limit as a fixed window in Redis (rate-limiter-flexible's atomic INCR + EXPIRE script), so all API processes
+ * share one count. When Redis is down (the client is not ready) or slower than `redisTimeoutMs`, the hit is counted
+ * in this process's memory with the same points and window instead: limits keep holding (per process, so at most
+ * N× the limit across N processes) rather than failing open, and the routes behind them keep answering.
+ *
+ * The memory limiter is the insurance of the timeout wrapper, not of the Redis limiter itself: a call that times out
+ * and later fails would otherwise be counted in memory twice.
+ */
+export function createRateLimiters(
+  redis: Redis,
+  limits: RateLimits,
+  options: { redisTimeoutMs?: number; keyPrefix?: string; onRedisUnavailable?: (name: RateLimitName) => void } = {},
+): RateLimiterSet {
+  const timeoutMs = options.redisTimeoutMs ?? RATE_LIMIT_REDIS_TIMEOUT_MS;
+  const limiters = new Map<RateLimitName, RLWrapperTimeouts>();
+  // Built on first use: an app built only to emit its OpenAPI documents has no Redis client to hand them.
+  const limiterFor = (name: RateLimitName): RLWrapperTimeouts => {
+    const built = limiters.get(name);
+    if (built) return built;
+    const spec = limits[name];
+    const shape = {
+      keyPrefix: `${options.keyPrefix ?? 'rl'}:${name}`,
+      points: spec.points,
+      duration: spec.windowSeconds,
+    };
+    const store = new RateLimiterRedis({ ...shape, storeClient: redis, rejectIfRedisNotReady: true });
+    const insurance = new MemoryInsurance(shape, () => options.onRedisUnavailable?.(name));
+    const limiter = new RLWrapperTimeouts({ limiter: store, timeoutMs, insuranceLimiter: insurance });
+    limiters.set(name, limiter);
+    return limiter;
+  };
   return {
-    allowed: count <= limit,
-    limit,
-    remaining: Math.max(0, limit - count),
-    resetSeconds: Math.max(1, Math.ceil(ttlMs / 1000)),
+    limits,
+    async consume(name, key) {
+      const spec = limits[name];
+      try {
+        return toResult(spec, await limiterFor(name).consume(key), true);
+      } catch (refusal) {
+        if (refusal instanceof RateLimiterRes) return toResult(spec, refusal, false);
+        throw refusal;
+      }
+    },
   };
 }
 
@@ -84,77 +127,96 @@ export function rateLimitClientKey(ip: string): string {
     .join(':')}::/64`;
 }
 
-export interface PublicRateLimitOptions {
-  redis: Redis;
-  /** Requests allowed per client per window (env PUBLIC_RATE_LIMIT_PER_MINUTE). */
-  limit: number;
-  windowSeconds?: number;
-  /** Redis key prefix; the client key and nothing else follows it. */
-  keyPrefix?: string;
-  /** Longest wait for Redis before the request proceeds unlimited (see fail-open below). */
-  redisTimeoutMs?: number;
-}
+const rateLimitHeaders = (result: RateLimitResult): Record<string, string> => ({
+  'RateLimit-Limit': String(result.limit),
+  'RateLimit-Remaining': String(result.remaining),
+  'RateLimit-Reset': String(result.resetSeconds),
+});
 
-const setRateLimitHeaders = (reply: FastifyReply, result: RateLimitResult): void => {
-  reply.header('RateLimit-Limit', String(result.limit));
-  reply.header('RateLimit-Remaining', String(result.remaining));
-  reply.header('RateLimit-Reset', String(result.resetSeconds));
+const windowText = (seconds: number): string => {
+  if (seconds === 60) return 'minute';
+  if (seconds === 3600) return 'hour';
+  if (seconds % 3600 === 0) return `${seconds / 3600} hours`;
+  if (seconds % 60 === 0) return `${seconds / 60} minutes`;
+  return `${seconds} seconds`;
 };
 
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`redis did not answer within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([work, expired]);
-  } finally {
-    clearTimeout(timer);
-  }
+/**
+ * The contract's 429 (7.2): RATE_LIMITED (retryable), Retry-After and RateLimit-* naming the limit that refused, and
+ * details { limit, windowSeconds, retryAfterSeconds }.
+ */
+export function rateLimitedError(spec: RateLimitSpec, result: RateLimitResult): AppError {
+  return new AppError(
+    'RATE_LIMITED',
+    `At most ${spec.points} ${spec.counts} per ${windowText(spec.windowSeconds)}; retry in ${result.resetSeconds} s`,
+    {
+      details: { limit: spec.points, windowSeconds: spec.windowSeconds, retryAfterSeconds: result.resetSeconds },
+      headers: { 'Retry-After': String(result.resetSeconds), ...rateLimitHeaders(result) },
+    },
+  );
 }
 
 /**
- * Strict per-IP limit for every route of the scope it is registered in (the public storefront): over the limit the
- * request gets 429 RATE_LIMITED with Retry-After, and every response carries RateLimit-Limit/Remaining/Reset.
- *
- * Decision: when Redis is down or slow the limit fails open. The storefront (catalog, availability) must stay
- * readable through a Redis outage, and inventory is protected by the database, not by this limit; each failure is
- * logged as a warning (at most once per window per process, so an outage does not flood the logs).
+ * Counts one hit of `key` against the limit `name` and throws the 429 once it is over; with `headers`, the reply
+ * also carries RateLimit-Limit/Remaining/Reset when the hit is allowed.
+ */
+export async function enforceNamedLimit(
+  app: FastifyInstance,
+  name: RateLimitName,
+  key: string,
+  reply?: FastifyReply,
+): Promise<RateLimitResult> {
+  const result = await app.rateLimits.consume(name, key);
+  if (!result.allowed) throw rateLimitedError(app.rateLimits.limits[name], result);
+  if (reply) reply.headers(rateLimitHeaders(result));
+  return result;
+}
+
+/**
+ * Builds the process's limiters once and exposes them as `app.rateLimits`. Each fallback to memory is logged as a
+ * warning, at most once a minute per process, so a Redis outage does not flood the logs.
+ */
+export const rateLimitersPlugin = fp(
+  async (app: FastifyInstance, options: { redis: Redis; limits: RateLimits; redisTimeoutMs?: number }) => {
+    let lastWarningAt = 0;
+    const limiters = createRateLimiters(options.redis, options.limits, {
+      ...(options.redisTimeoutMs === undefined ? {} : { redisTimeoutMs: options.redisTimeoutMs }),
+      onRedisUnavailable: (name) => {
+        if (Date.now() - lastWarningAt < 60_000) return;
+        lastWarningAt = Date.now();
+        app.log.warn({ limit: name }, 'redis unavailable or slow; rate limits are counted in this process only');
+      },
+    });
+    app.decorate('rateLimits', limiters);
+  },
+  { name: 'rate-limiters' },
+);
+
+/**
+ * Strict per-IP limit for every route of the scope it is registered in (the public storefront, contract 4.18 and 8):
+ * over the limit the request gets 429 RATE_LIMITED with Retry-After, and every response carries
+ * RateLimit-Limit/Remaining/Reset. While Redis is down each process keeps limiting on its own (see above).
  */
 export const publicRateLimitPlugin = fp(
-  async (app: FastifyInstance, options: PublicRateLimitOptions) => {
-    const windowSeconds = options.windowSeconds ?? 60;
-    const keyPrefix = options.keyPrefix ?? 'ratelimit:public';
-    const redisTimeoutMs = options.redisTimeoutMs ?? 250;
-    let lastWarningAt = 0;
-
+  async (app: FastifyInstance) => {
     app.addHook('onRequest', async (request, reply) => {
-      const client = rateLimitClientKey(request.ip);
-      let result: RateLimitResult;
-      try {
-        result = await withTimeout(
-          consumeRateLimit(options.redis, `${keyPrefix}:${client}`, options.limit, windowSeconds),
-          redisTimeoutMs,
-        );
-      } catch (error) {
-        if (Date.now() - lastWarningAt >= windowSeconds * 1000) {
-          lastWarningAt = Date.now();
-          request.log.warn({ err: error }, 'public rate limit unavailable (redis); serving without a limit');
-        }
-        return;
-      }
-      setRateLimitHeaders(reply, result);
-      if (!result.allowed) {
-        throw new AppError(
-          'RATE_LIMITED',
-          `Too many requests: the public API allows ${result.limit} requests per ${windowSeconds} seconds per client; retry in ${result.resetSeconds} s`,
-          {
-            details: { limit: result.limit, windowSeconds, retryAfterSeconds: result.resetSeconds },
-            headers: { 'Retry-After': String(result.resetSeconds) },
-          },
-        );
-      }
+      await enforceNamedLimit(app, 'publicApi', rateLimitClientKey(request.ip), reply);
     });
   },
-  { name: 'public-rate-limit' },
+  { name: 'public-rate-limit', dependencies: ['rate-limiters'] },
+);
+
+/**
+ * Per API key on every request that presented a valid key (organizer routes, and customer routes that carry one):
+ * contract 8's B2B limit. Runs after the authentication hooks, which set `request.organizer`; requests without a key
+ * (health, gateway webhooks, buyers without a key) are not counted here.
+ */
+export const organizerRateLimitPlugin = fp(
+  async (app: FastifyInstance) => {
+    app.addHook('onRequest', async (request, reply) => {
+      if (!request.organizer) return;
+      await enforceNamedLimit(app, 'organizerApiKey', request.organizer.apiKeyId, reply);
+    });
+  },
+  { name: 'organizer-rate-limit', dependencies: ['rate-limiters', 'auth', 'customer-auth'] },
 );

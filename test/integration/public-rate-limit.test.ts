@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
-import { consumeRateLimit, rateLimitClientKey } from '../../api/plugins/rate-limit.js';
+import { createRateLimiters } from '../../api/plugins/rate-limit.js';
+import { rateLimitsFrom } from '../../config/rate-limits.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
 const LIMIT = 5;
@@ -71,12 +72,6 @@ describe('public API rate limit (contract 1, 8: strict per-IP limit)', () => {
     for (let i = 1; i <= LIMIT; i++)
       expect((await catalog(first, `${network}::${i.toString(16)}`)).statusCode).toBe(200);
     expect((await catalog(second, `${network}:ffff:ffff:ffff:ffff`)).statusCode).toBe(429);
-
-    expect(rateLimitClientKey('2001:DB8:a:b:c:d:e:f')).toBe('2001:db8:a:b::/64');
-    expect(rateLimitClientKey('2001:db8::1')).toBe('2001:db8:0:0::/64');
-    expect(rateLimitClientKey('::1')).toBe('0:0:0:0::/64');
-    expect(rateLimitClientKey('::ffff:203.0.113.9')).toBe('203.0.113.9');
-    expect(rateLimitClientKey('203.0.113.9')).toBe('203.0.113.9');
   });
 
   test('every public response carries RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset', async () => {
@@ -103,57 +98,64 @@ describe('public API rate limit (contract 1, 8: strict per-IP limit)', () => {
   });
 });
 
-describe('consumeRateLimit (reusable for payment opens, ticket resends)', () => {
-  const key = () => `test:ratelimit:${randomUUID()}`;
+describe('the limiters count in Redis while it is up (shared by every API process)', () => {
+  const limits = rateLimitsFrom(
+    { PUBLIC_RATE_LIMIT_PER_MINUTE: 10, ORGANIZER_RATE_LIMIT_PER_MINUTE: 10 },
+    { paymentOpen: { points: 10, windowSeconds: 60 } },
+  );
 
-  test('is atomic: of 25 concurrent hits on a limit of 10, exactly 10 pass, and the counter expires', async () => {
-    const name = key();
+  test('is atomic across processes: of 25 concurrent hits on a limit of 10, exactly 10 pass, and the counter expires', async () => {
+    const buyer = randomUUID();
+    const fallbacks: string[] = [];
+    const onRedisUnavailable = (name: string) => fallbacks.push(name);
+    // Generous timeouts: this proves the Redis path, so no hit may fall back to memory on a busy machine.
+    const one = createRateLimiters(first.services.redis, limits, { redisTimeoutMs: 5000, onRedisUnavailable });
+    const two = createRateLimiters(second.services.redis, limits, { redisTimeoutMs: 5000, onRedisUnavailable });
     const results = await Promise.all(
-      Array.from({ length: 25 }, (_, i) => consumeRateLimit((i % 2 ? first : second).services.redis, name, 10, 60)),
+      Array.from({ length: 25 }, (_, i) => (i % 2 ? one : two).consume('paymentOpen', buyer)),
     );
+    expect(fallbacks).toEqual([]);
     expect(results.filter((result) => result.allowed)).toHaveLength(10);
     expect(results.map((result) => result.remaining).sort((a, b) => a - b)).toEqual([
       ...Array<number>(16).fill(0),
       ...Array.from({ length: 9 }, (_, i) => i + 1),
     ]);
-    const ttl = await first.services.redis.pttl(name);
+    const ttl = await first.services.redis.pttl(`rl:paymentOpen:${buyer}`);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(60_000);
   });
-
-  test('a new window starts once the previous one has passed', async () => {
-    const name = key();
-    expect((await consumeRateLimit(first.services.redis, name, 1, 1)).allowed).toBe(true);
-    const over = await consumeRateLimit(first.services.redis, name, 1, 1);
-    expect(over).toEqual({ allowed: false, limit: 1, remaining: 0, resetSeconds: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 1100));
-    expect((await consumeRateLimit(second.services.redis, name, 1, 1)).allowed).toBe(true);
-  });
 });
 
-describe('when Redis is unavailable the public API fails open (availability stays readable)', () => {
-  const expectServedWithoutLimit = async (api: TestApi) => {
-    for (let i = 0; i < 3; i++) {
+describe('when Redis is unavailable the public API keeps limiting in each process (never fails open)', () => {
+  const expectLimitedLocally = async (api: TestApi) => {
+    const ip = randomIpv4();
+    for (let i = 0; i < 2; i++) {
       const started = Date.now();
-      const response = await catalog(api, randomIpv4());
+      const response = await catalog(api, ip);
       expect(response.statusCode).toBe(200);
-      expect(response.headers['ratelimit-limit']).toBeUndefined();
+      expect(response.headers['ratelimit-limit']).toBe('2');
+      expect(response.headers['ratelimit-remaining']).toBe(String(1 - i));
       expect(Date.now() - started).toBeLessThan(2000);
     }
+    const limited = await catalog(api, ip);
+    expect(limited.statusCode).toBe(429);
+    expect(limited.json().error).toMatchObject({ code: 'RATE_LIMITED', retryable: true });
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect((await catalog(api, randomIpv4())).statusCode).toBe(200);
   };
 
-  test('Redis unreachable: requests are served, without rate-limit headers', async () => {
-    const api = await startTestApi({ PUBLIC_RATE_LIMIT_PER_MINUTE: '1' });
+  test('Redis unreachable: requests are served and limited in memory', async () => {
+    const api = await startTestApi({ PUBLIC_RATE_LIMIT_PER_MINUTE: '2' });
     try {
       api.services.redis.disconnect(); // every command now fails at once, as with Redis down
-      await expectServedWithoutLimit(api);
+      await expectLimitedLocally(api);
       await api.services.redis.connect(); // back up, so closing the test API shuts a live connection down
     } finally {
       await api.close();
     }
   });
 
-  test('Redis not answering: each request waits at most the short Redis timeout, then is served', async () => {
+  test('Redis not answering: each request waits at most the short Redis timeout, then is served and limited', async () => {
     // A server that accepts connections and never replies: the hung-Redis case.
     const sockets = new Set<Socket>();
     const blackHole = createServer((socket) => {
@@ -163,10 +165,10 @@ describe('when Redis is unavailable the public API fails open (availability stay
     });
     await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
     const { port } = blackHole.address() as AddressInfo;
-    const api = await startTestApi({ REDIS_URL: `redis://127.0.0.1:${port}/0`, PUBLIC_RATE_LIMIT_PER_MINUTE: '1' });
+    const api = await startTestApi({ REDIS_URL: `redis://127.0.0.1:${port}/0`, PUBLIC_RATE_LIMIT_PER_MINUTE: '2' });
     api.services.redis.on('error', () => undefined);
     try {
-      await expectServedWithoutLimit(api);
+      await expectLimitedLocally(api);
     } finally {
       await api.close();
       for (const socket of sockets) socket.destroy();

@@ -11,6 +11,7 @@ import { dataOf } from '../../http/envelope.js';
 import { enforceRateLimit } from '../../http/limits.js';
 import { customerAccess, publicAccess } from '../../http/route-access.js';
 import { BUYER_SESSION_COOKIE, currentCustomer, hashSessionToken } from '../../plugins/customer-auth.js';
+import { rateLimitClientKey } from '../../plugins/rate-limit.js';
 import type { ApiServices } from '../../services.js';
 
 const CODE_TTL_MS = 10 * 60 * 1000;
@@ -26,8 +27,7 @@ const EmailSchema = z
  * Rate-limit key for an (email, client address) pair. Both parts are length-prefixed so no email/address pair can
  * spell another pair's key (an IPv6 address contains ':' and an email may too).
  */
-const signInKey = (scope: string, email: string, ip: string): string =>
-  `${scope}:${email.length}:${email}:${ip.length}:${ip}`;
+const signInKey = (email: string, client: string): string => `${email.length}:${email}:${client.length}:${client}`;
 
 export const BuyerSchema = z
   .object({ id: z.string(), email: z.string(), name: z.string().nullable(), phone: z.string().nullable() })
@@ -47,20 +47,11 @@ export const customerAuthRoutes: FastifyPluginAsyncZod<{ services: ApiServices }
     },
     async (request, reply) => {
       const { email } = request.body;
-      await enforceRateLimit(services.redis, {
-        key: `signin-request:ip:${request.ip}`,
-        limit: 30,
-        windowSeconds: 600,
-        message: 'Too many sign-in requests from this address',
-      });
+      const client = rateLimitClientKey(request.ip);
+      await enforceRateLimit(request, 'signInRequestPerClient', client);
       // Keyed on the email and the client together: a budget per email alone could be spent by anyone, locking the
       // buyer out of signing in from their own address.
-      await enforceRateLimit(services.redis, {
-        key: signInKey('signin-request:email-ip', email, request.ip),
-        limit: 5,
-        windowSeconds: 600,
-        message: 'Too many codes requested for this address; wait before asking again',
-      });
+      await enforceRateLimit(request, 'signInRequestPerEmailAndClient', signInKey(email, client));
       await services.temporal.workflow.start<typeof buyerSignIn>('buyerSignIn', {
         taskQueue: services.env.TEMPORAL_TASK_QUEUE,
         workflowId: buyerSignInWorkflowId(randomUUID()),
@@ -91,20 +82,11 @@ export const customerAuthRoutes: FastifyPluginAsyncZod<{ services: ApiServices }
     },
     async (request, reply) => {
       const { email, code } = request.body;
-      await enforceRateLimit(services.redis, {
-        key: `signin-verify:ip:${request.ip}`,
-        limit: 60,
-        windowSeconds: 900,
-        message: 'Too many sign-in attempts from this address',
-      });
+      const client = rateLimitClientKey(request.ip);
+      await enforceRateLimit(request, 'signInVerifyPerClient', client);
       // Per email and client, for the same reason as on request. Guessing a code from many clients stays bounded by
       // MAX_CODE_ATTEMPTS per code, which this limit never replaced.
-      await enforceRateLimit(services.redis, {
-        key: signInKey('signin-verify:email-ip', email, request.ip),
-        limit: 10,
-        windowSeconds: 900,
-        message: 'Too many attempts; request a new code later',
-      });
+      await enforceRateLimit(request, 'signInVerifyPerEmailAndClient', signInKey(email, client));
       const em = request.em.fork();
       const invalid = () =>
         new AppError('UNAUTHENTICATED', 'The code is wrong, expired or already used; request a new one');

@@ -16,7 +16,8 @@ import {
 } from '../../../workflows/definitions.js';
 import { reserveThroughCheckout, type SaleKey, saleMadeWithKey } from '../../http/checkout.js';
 import { dataOf } from '../../http/envelope.js';
-import { enforceRateLimit } from '../../http/limits.js';
+import { enforceRateLimit, requireRedis } from '../../http/limits.js';
+import { minorUnits } from '../../http/money.js';
 import { askCheckoutToCheckPayment } from '../../http/payment-check.js';
 import { hasAdmittedTurn } from '../../http/queue.js';
 import { customerAccess, publicAccess } from '../../http/route-access.js';
@@ -27,6 +28,7 @@ import {
   PublicOrderStatusSchema,
   publicStatusOf,
   requireOwnedSale,
+  SALE_AMOUNTS,
   SaleItemSchema,
   TicketSummarySchema,
 } from '../../http/sale-views.js';
@@ -89,7 +91,7 @@ const CustomerOrderCreateResultSchema = z
     free: z.boolean(),
     reference: z.string(),
     saleId: z.string().nullable(),
-    total: z.number().nullable(),
+    total: minorUnits('Amount to charge; null when free', 173230).nullable(),
     currency: z.string().nullable(),
     expiresAt: z.string().nullable(),
   })
@@ -106,11 +108,7 @@ const CustomerOrderSchema = z
     eventId: z.string(),
     eventDateId: z.string(),
     items: z.array(SaleItemSchema),
-    subtotal: z.number().int(),
-    discountAmount: z.number().int(),
-    serviceFee: z.number().int(),
-    iva: z.number().int(),
-    total: z.number().int(),
+    ...SALE_AMOUNTS,
     currency: z.string(),
     expiresAt: z.string().nullable(),
     confirmedAt: z.string().nullable(),
@@ -124,7 +122,10 @@ const CustomerOrderSchema = z
 const GatewayAConfigSchema = z
   .object({
     publicKey: z.string(),
-    amount: z.number(),
+    amount: z.number().meta({
+      description: "Major currency unit (pesos, not cents), as gateway A's payment brick takes it; NOT minor units",
+      examples: [173230],
+    }),
     currency: z.string(),
     reference: z.string(),
     payerEmail: z.string(),
@@ -133,7 +134,7 @@ const GatewayAConfigSchema = z
 const GatewayBConfigSchema = z
   .object({
     orderId: z.string(),
-    amount: z.number().int(),
+    amount: minorUnits('Amount to charge; gateway B takes whole pesos', 173230),
     currency: z.string(),
     apiKey: z.string(),
     integritySignature: z.string(),
@@ -212,16 +213,11 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
   async function payableSale(
     request: Parameters<typeof currentCustomer>[0],
     id: string,
-    limitKey: string,
+    limit: 'paymentOpen' | 'paymentCard',
   ): Promise<ISale> {
     const customer = currentCustomer(request);
     const sale = requireOwnedSale(await findSaleByIdOrReference(request.em, id), customer);
-    await enforceRateLimit(services.redis, {
-      key: `${limitKey}:${customer.buyerId}`,
-      limit: 10,
-      windowSeconds: 60,
-      message: 'At most 10 payment opens per minute; retry after the time in Retry-After',
-    });
+    await enforceRateLimit(request, limit, customer.buyerId);
     await checkPurchaseSessionHeader(services, request.em, {
       headers: request.headers,
       workspaceId: sale.workspace,
@@ -326,7 +322,9 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
         );
       }
       const queueTurnAdmitted = date.virtualQueue
-        ? await hasAdmittedTurn(services.redis, date.id, presentedQueueToken(request.headers))
+        ? await requireRedis('The waiting room', () =>
+            hasAdmittedTurn(services.redis, date.id, presentedQueueToken(request.headers)),
+          )
         : false;
       let ordered = false;
       try {
@@ -431,7 +429,7 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
       },
     },
     async (request) => {
-      const sale = await payableSale(request, request.params.id, 'payment-open');
+      const sale = await payableSale(request, request.params.id, 'paymentOpen');
       const result = await updateCheckout(sale.id, (handle) => handle.executeUpdate(openPaymentUpdate));
       if (!result.ok) throw paymentUnavailable(result);
       const { gateway: _gateway, ...configuration } = result.configuration;
@@ -468,7 +466,7 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
       },
     },
     async (request) => {
-      const sale = await payableSale(request, request.params.id, 'payment-card');
+      const sale = await payableSale(request, request.params.id, 'paymentCard');
       const result = await updateCheckout(sale.id, (handle) =>
         handle.executeUpdate(chargeCardUpdate, {
           args: [
@@ -505,7 +503,7 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
       },
     },
     async (request) => {
-      const sale = await payableSale(request, request.params.id, 'payment-open');
+      const sale = await payableSale(request, request.params.id, 'paymentOpen');
       const result = await updateCheckout(sale.id, (handle) =>
         handle.executeUpdate(openPseUpdate, { args: [{ bankCode: null }] }),
       );

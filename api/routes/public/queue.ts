@@ -5,9 +5,10 @@ import { AppError } from '../../../domain/errors.js';
 import { isUuid } from '../../../entities/ids.js';
 import { EventDate } from '../../../entities/index.js';
 import { dataOf } from '../../http/envelope.js';
-import { enforceRateLimit } from '../../http/limits.js';
+import { enforceRateLimit, requireRedis } from '../../http/limits.js';
 import { joinQueue, queueTurn } from '../../http/queue.js';
 import { publicAccess } from '../../http/route-access.js';
+import { rateLimitClientKey } from '../../plugins/rate-limit.js';
 import type { ApiServices } from '../../services.js';
 
 const QueueTurnSchema = z
@@ -46,14 +47,11 @@ export const publicQueueRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
     },
     async (request, reply) => {
       const date = await queuedDate(request.em, request.params.eventDateId);
-      await enforceRateLimit(services.redis, {
-        key: `queue-join:${date.id}:${request.ip}`,
-        limit: 30,
-        windowSeconds: 60,
-        message: 'At most 30 queue joins per minute; retry after the time in Retry-After',
-      });
+      await enforceRateLimit(request, 'queueJoin', `${date.id}:${rateLimitClientKey(request.ip)}`);
       reply.header('cache-control', 'no-store');
-      const turn = await joinQueue(services.redis, date.id, date.queueAdmissionsPerMinute);
+      const turn = await requireRedis('The waiting room', () =>
+        joinQueue(services.redis, date.id, date.queueAdmissionsPerMinute),
+      );
       return { data: { eventDateId: date.id, ...turn } };
     },
   );
@@ -73,7 +71,9 @@ export const publicQueueRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
     async (request, reply) => {
       const date = await queuedDate(request.em, request.params.eventDateId);
       reply.header('cache-control', 'no-store');
-      const turn = await queueTurn(services.redis, date.id, request.query.token);
+      const turn = await requireRedis('The waiting room', () =>
+        queueTurn(services.redis, date.id, request.query.token),
+      );
       if (!turn) throw new AppError('NOT_FOUND', 'Unknown turn token for this date; join the queue again');
       return { data: { eventDateId: date.id, ...turn } };
     },
