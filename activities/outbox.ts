@@ -1,10 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../entities/ids.js';
+import { countSaleEvent } from '../observability/metrics.js';
 
 /**
  * Appends an organizer-facing event about a sale to the transactional outbox, inside the caller's transaction: the
  * event exists if and only if the sale change commits. The payload is read from the sale row in the same statement,
- * so it describes the committed state. A second insert for the same (event, sale) is a no-op.
+ * so it describes the committed state. A second insert for the same (event, sale) is a no-op. This is the one place
+ * every confirmation and refund of a sale passes, so it also counts them (ticketing_sales_*_total) after the commit.
  *
  * `sale.confirmed` carries exactly the contract's fields (part 6): saleId, organizationId (the workspace id),
  * reference and total (integer minor units, as every amount of the API). `sale.refunded` (shape left open by the
@@ -22,15 +24,33 @@ export async function appendSaleEvent(
       : `jsonb_build_object('saleId', s.id, 'organizationId', s.workspace_id, 'reference', s.reference, 'total', s.total,
            'currency', s.currency, 'refundedAt', to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
            'reason', ?::text)`;
-  const params: unknown[] = [newId(), type];
+  const params: unknown[] = [saleId, newId(), type];
   if (type === 'sale.refunded') params.push(extra.reason ?? null);
-  params.push(`${type}:${saleId}`, saleId);
-  await em.execute(
-    `insert into outbox_events (id, workspace_id, type, payload, dedupe_key, created_at, dispatched_at)
-     select ?, s.workspace_id, ?, ${payload}, ?, now(), null from sales s where s.id = ?
-     on conflict (dedupe_key) do nothing`,
+  params.push(`${type}:${saleId}`);
+  // The sale's currency and total come back only when this call wrote the event, so a repeat is never counted.
+  const appended = await em.execute<{ currency: string; total: string | number }[]>(
+    `with s as (select id, workspace_id, reference, total, currency from sales where id = ?),
+          inserted as (
+            insert into outbox_events (id, workspace_id, type, payload, dedupe_key, created_at, dispatched_at)
+            select ?, s.workspace_id, ?, ${payload}, ?, now(), null from s
+            on conflict (dedupe_key) do nothing returning id)
+     select s.currency, s.total from s where exists (select 1 from inserted)`,
     params,
   );
+  const sale = appended[0];
+  if (sale) afterCommit(em, () => countSaleEvent(type, sale.currency, Number(sale.total)));
+}
+
+/**
+ * Runs `count` once the caller's transaction commits (never if it rolls back); at once when there is none. Inside a
+ * nested transaction it runs when that savepoint is released, which no caller of this module does.
+ */
+function afterCommit(em: EntityManager, count: () => void): void {
+  if (!em.isInTransaction()) {
+    count();
+    return;
+  }
+  em.getEventManager().registerSubscriber({ afterTransactionCommit: async () => count() });
 }
 
 /**

@@ -10,6 +10,7 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { SignalDefinition } from '@temporalio/common';
+import { reconcilerMetrics } from '../observability/metrics.js';
 import {
   type CheckoutInput,
   type CheckoutStatus,
@@ -165,6 +166,7 @@ export function createReconcilerActivities(deps: ActivityDeps) {
     let any = false;
     for (const [kind, n] of Object.entries(counts)) {
       if (n <= 0) continue;
+      reconcilerMetrics.fixes.inc({ kind }, n);
       pipeline.hincrby(RECONCILER_FIXES_KEY, kind, n);
       any = true;
     }

@@ -20,6 +20,7 @@ import {
 } from '../domain/webhook-signature.js';
 import { checkWebhookTarget, type HostResolver, type ResolvedAddress } from '../domain/webhook-targets.js';
 import { decryptSecret } from '../entities/webhook.js';
+import { countWebhookAttempt } from '../observability/metrics.js';
 import {
   type WebhookAttemptResult,
   type WebhookDeliveryInput,
@@ -199,6 +200,7 @@ export function createWebhookActivities(deps: ActivityDeps) {
       }
 
       const record = async (result: WebhookAttemptResult): Promise<WebhookAttemptResult> => {
+        if (result.outcome !== 'skipped') countWebhookAttempt(event.type, result.outcome, result.status);
         if (result.outcome === 'delivered') {
           await em.execute(
             `update webhooks set last_delivery_at = now(), last_delivery_status = ?, failure_count = 0, updated_at = now()

@@ -52,8 +52,15 @@ async function noBrokenExecutions(env: NodeJS.ProcessEnv): Promise<boolean> {
 const work = mkdtempSync(join(tmpdir(), 'ticketing-test-'));
 // Every run gets its own ports, database and Redis index, so two runs on one machine never share state.
 const runId = `${process.pid}`;
-const [temporalPort = 7333, temporalUiPort = 8333, sandboxPort = 4410, smtpPort = 2625, apiPort = 3300] =
-  await freePorts(5);
+const [
+  temporalPort = 7333,
+  temporalUiPort = 8333,
+  sandboxPort = 4410,
+  smtpPort = 2625,
+  apiPort = 3300,
+  workerMetricsPort = 9564,
+  temporalMetricsPort = 9565,
+] = await freePorts(7);
 const logDir = join(ROOT, '.dev', 'test-logs', runId);
 const testEnv: NodeJS.ProcessEnv = {
   NODE_ENV: 'test',
@@ -73,6 +80,12 @@ const testEnv: NodeJS.ProcessEnv = {
   API_PORT: String(apiPort),
   GATEWAY_B_WEBHOOK_URL: `http://127.0.0.1:${apiPort}/api/v1/webhooks/gateway-b`,
   TEST_WORK_DIR: work,
+  // The worker's /metrics (test/e2e/metrics.test.ts scrapes it) and the Temporal SDK exporter it includes.
+  WORKER_METRICS_PORT: String(workerMetricsPort),
+  TEMPORAL_METRICS_BIND_ADDRESS: `127.0.0.1:${temporalMetricsPort}`,
+  // A starved 2-core machine must not shed requests of tests about something else; load-shedding.test.ts sets its own.
+  LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
+  LOAD_SHED_MAX_EVENT_LOOP_UTILIZATION: '0',
 };
 
 const started: ManagedProcess[] = [];

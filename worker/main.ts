@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { createWebhookActivities } from '../activities/webhooks.js';
 import { loadEnv, webhookTaskQueue } from '../config/env.js';
@@ -14,6 +14,8 @@ import { createLogger } from '../config/logger.js';
 import { temporalDataConverter } from '../config/payload-codec.js';
 import { createRedis } from '../config/redis.js';
 import { initOrm } from '../entities/orm.js';
+import { activityMetricsInterceptor } from '../observability/activity-metrics.js';
+import { installRuntimeWithMetrics, startWorkerMetricsServer } from '../observability/worker-metrics.js';
 import { createProviders } from './providers.js';
 import { ensureReconcilerSchedule, ensureSettlementSweepSchedule } from './schedules.js';
 import { ensureSearchAttributes } from './search-attributes.js';
@@ -24,7 +26,17 @@ const logger = createLogger({ name: 'worker', level: env.LOG_LEVEL });
 /** Encrypts buyer data in workflow histories; every Client and Worker of this process uses it. */
 const dataConverter = temporalDataConverter(env);
 
-Runtime.install({ shutdownSignals: ['SIGINT', 'SIGTERM'] });
+const metricsProblem = (message: string, error: unknown) => logger.error({ err: error }, message);
+const sdkMetricsAddress = installRuntimeWithMetrics(env, { shutdownSignals: ['SIGINT', 'SIGTERM'] }, metricsProblem);
+const metricsServer =
+  env.WORKER_METRICS_PORT === 0
+    ? null
+    : await startWorkerMetricsServer({
+        host: env.WORKER_METRICS_HOST,
+        port: env.WORKER_METRICS_PORT,
+        sdkBindAddress: sdkMetricsAddress,
+        onError: metricsProblem,
+      });
 
 const orm = await initOrm({ databaseUrl: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX });
 const redis = createRedis(env.REDIS_URL);
@@ -64,6 +76,8 @@ const worker = await Worker.create({
   dataConverter,
   workflowBundle: { code: workflowCode },
   activities: createActivities({ env, orm, redis, providers, temporal }),
+  // Counts reservations, expiries, late payments and refunds from the checkout's step results (observability/).
+  interceptors: { activity: [activityMetricsInterceptor] },
   shutdownGraceTime: '10 seconds',
   maxCachedWorkflows: env.WORKER_MAX_CACHED_WORKFLOWS,
 });
@@ -96,13 +110,19 @@ async function runWorkers(workers: Worker[]): Promise<void> {
 }
 
 logger.info(
-  { taskQueue: env.TEMPORAL_TASK_QUEUE, webhookTaskQueue: webhookTaskQueue(env), namespace: env.TEMPORAL_NAMESPACE },
+  {
+    taskQueue: env.TEMPORAL_TASK_QUEUE,
+    webhookTaskQueue: webhookTaskQueue(env),
+    namespace: env.TEMPORAL_NAMESPACE,
+    metricsPort: metricsServer?.port ?? null,
+  },
   'worker started',
 );
 await startWebhookDispatcher(temporal, env);
 try {
   await runWorkers([worker, webhookWorker]);
 } finally {
+  await metricsServer?.close();
   await connection.close();
   await clientConnection.close();
   providers.close();
