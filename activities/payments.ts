@@ -3,9 +3,12 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { saleGateway, workspaceGateway } from '../domain/gateways.js';
 import { isCurrencyCode, toMajorUnits } from '../domain/money.js';
 import { Event, Sale, Workspace } from '../entities/index.js';
+import { fromGatewayBAmount, isGatewayBCurrency } from '../integrations/gateway-b/amounts.js';
+import { gatewayBButton } from '../integrations/gateway-b/button.js';
 import type {
   CardChargeRequest,
   Gateway,
+  GatewayAPageMethods,
   PaymentConfiguration,
   PaymentNotification,
 } from '../workflows/definitions.js';
@@ -78,6 +81,12 @@ function gatewayAVerdict(payment: GatewayAPayment, sale: SaleMoney): PaymentVerd
   };
 }
 
+/** The gateway reports its own unit (cents for USD), so the sale's minor units are compared after converting back. */
+function gatewayBAmountDiffers(amount: number, reportedCurrency: string | null, sale: SaleMoney): boolean {
+  const currency = reportedCurrency ?? sale.currency;
+  return currency !== sale.currency || fromGatewayBAmount(amount, currency) !== sale.total;
+}
+
 function gatewayBVerdict(transaction: GatewayBTransaction, sale: SaleMoney): PaymentVerdict {
   return {
     gateway: 'GATEWAY_B',
@@ -85,9 +94,7 @@ function gatewayBVerdict(transaction: GatewayBTransaction, sale: SaleMoney): Pay
     providerPaymentId: transaction.transactionId,
     rawStatus: transaction.status,
     statusDetail: null,
-    mismatch:
-      transaction.amount !== null &&
-      (transaction.amount !== sale.total || (transaction.currency ?? sale.currency) !== sale.currency),
+    mismatch: transaction.amount !== null && gatewayBAmountDiffers(transaction.amount, transaction.currency, sale),
     foreign: false,
   };
 }
@@ -97,6 +104,8 @@ export function createPaymentActivities(deps: ActivityDeps) {
   const origin = deps.env.PUBLIC_ORIGIN.replace(/\/$/, '');
   const notificationUrl = `${(deps.env.GATEWAY_NOTIFICATION_ORIGIN ?? origin).replace(/\/$/, '')}/api/v1/webhooks/gateway-a`;
   const returnUrlFor = (saleId: string) => `${origin}/api/v1/customer/orders/${saleId}/payment/return`;
+  /** The storefront's hosted payment page of an order (api/routes/public/order-payment-page.ts). */
+  const paymentPageFor = (saleId: string) => `${origin}/api/public/orders/${saleId}/pay`;
 
   async function loadSale(saleId: string) {
     const em = deps.orm.em.fork();
@@ -128,31 +137,32 @@ export function createPaymentActivities(deps: ActivityDeps) {
       expiresAtMs: number;
     }): Promise<PaymentConfiguration> {
       const { sale, event, currency } = await loadSale(input.saleId);
-      const amount = toMajorUnits(sale.total, currency);
       if (input.gateway === 'GATEWAY_A') {
         return {
           gateway: 'GATEWAY_A',
           publicKey: gatewayA.publicKey,
-          amount,
+          amount: toMajorUnits(sale.total, currency),
           currency,
           reference: sale.reference,
           payerEmail: sale.buyerEmail,
         };
       }
-      const wholePesos = Math.round(amount);
-      return {
-        gateway: 'GATEWAY_B',
-        orderId: sale.reference,
-        amount: wholePesos,
+      if (!isGatewayBCurrency(currency)) {
+        throw ApplicationFailure.nonRetryable(`gateway B does not charge ${currency}; sale ${sale.reference}`);
+      }
+      const button = gatewayBButton({
+        reference: sale.reference,
+        total: sale.total,
         currency,
+        title: event.name,
+        expiresAtMs: input.expiresAtMs,
+        // A storefront order comes back to its hosted payment page, which shows the order's status.
+        redirectionUrl: sale.origin === 'PUBLIC' ? paymentPageFor(sale.id) : (sale.returnUrl ?? returnUrlFor(sale.id)),
         apiKey: gatewayB.apiKey,
-        integritySignature: gatewayB.integritySignature({ orderId: sale.reference, amount: wholePesos, currency }),
         renderMode: gatewayB.renderMode,
-        redirectionUrl: sale.returnUrl ?? returnUrlFor(sale.id),
-        description: `${event.name} · ${sale.reference}`.slice(0, 100),
-        // Epoch nanoseconds, as gateway B expects. ms × 10⁶ has at most 13 significant digits, so it prints exactly.
-        expirationDate: input.expiresAtMs * 1_000_000,
-      };
+        sign: (signed) => gatewayB.integritySignature(signed),
+      });
+      return { gateway: 'GATEWAY_B', ...button };
     },
 
     /** Charges a gateway A card token. The idempotency key ties the charge to this sale and token, so a retried
@@ -174,13 +184,21 @@ export function createPaymentActivities(deps: ActivityDeps) {
       });
     },
 
+    /**
+     * A gateway A checkout preference the buyer's browser is sent to: restricted to PSE (the customer PSE rail), or
+     * card or PSE at the gateway's page (storefront orders). Kept under its first name: the activity type is part
+     * of every checkout history that opened a PSE payment.
+     */
     async openPsePayment(input: {
       saleId: string;
       expiresAtMs: number;
+      methods?: GatewayAPageMethods;
     }): Promise<{ preferenceId: string; redirectUrl: string }> {
       const { sale, event, currency } = await loadSale(input.saleId);
-      return gatewayA.createPsePreference({
-        idempotencyKey: `pse-${sale.id}`,
+      const cardOrPse = input.methods === 'card_or_pse';
+      const preference = {
+        // Per kind: a PSE-only preference must never be answered with the card one, nor the reverse.
+        idempotencyKey: `${cardOrPse ? 'checkout' : 'pse'}-${sale.id}`,
         amount: sale.total,
         currency,
         title: `${event.name} · ${sale.reference}`.slice(0, 100),
@@ -189,7 +207,8 @@ export function createPaymentActivities(deps: ActivityDeps) {
         notificationUrl,
         returnUrl: returnUrlFor(sale.id),
         expiresAt: new Date(input.expiresAtMs),
-      });
+      };
+      return cardOrPse ? gatewayA.createCheckoutPreference(preference) : gatewayA.createPsePreference(preference);
     },
 
     /**

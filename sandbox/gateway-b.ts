@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { SandboxSecrets } from './config.js';
 import type { DeliveryRecord, Notifier } from './notifier.js';
-import { alphanumericId, bogotaTime, sameSecret, withQuery } from './support.js';
+import { alphanumericId, bogotaTime, escapeHtml, issuesText, sameSecret, withQuery } from './support.js';
 
 /**
  * Gateway B stand-in, imitating Bold's payment button and its server-side APIs under `/gateway-b`:
@@ -12,9 +12,17 @@ import { alphanumericId, bogotaTime, sameSecret, withQuery } from './support.js'
  *   POST /online/payments/{transactionId}/void         void (refund) an approved charge → VOID_APPROVED webhook
  *   GET  /payments/webhook/notifications/{id}          webhook fallback (`?is_external_reference=true` for order ids)
  *
- * All take `Authorization: x-api-key <identity key>`. The charge itself happens in the buyer's browser; here a
- * control call (`POST /control/gateway-b/pay`) plays the buyer, after checking the integrity signature
- * `sha256(orderId + amount + currency + secretKey)` and the link's expiry (epoch nanoseconds).
+ * All take `Authorization: x-api-key <identity key>`. The charge itself happens in the buyer's browser, on pages
+ * that take no credential:
+ *
+ *   GET  /library/boldPaymentButton.js   the button script: turns `<script data-bold-button data-…>` into a form
+ *                                        that posts the button's data-* attributes to the hosted checkout
+ *   POST /checkout                       the hosted checkout page (HTML) for those attributes
+ *   POST /checkout/pay                   the buyer's decision on that page: the charge, its webhook, then a 302 to
+ *                                        the button's redirection URL (`bold-order-id`, `bold-tx-status`)
+ *
+ * A control call (`POST /control/gateway-b/pay`) can play the buyer instead. Both check the integrity signature
+ * `sha256(orderId + amount + currency + secretKey)` and the link's expiry (epoch nanoseconds) before charging.
  * Webhooks are signed `x-bold-signature: hex(HMAC-SHA256(secretKey, base64(rawBody)))`.
  */
 
@@ -36,6 +44,8 @@ interface Transaction {
   redirectionUrl: string | null;
 }
 
+const PAYMENT_METHODS = ['CARD_WEB', 'PSE', 'NEQUI', 'BOTON_BANCOLOMBIA'] as const;
+
 export const PayInput = z.object({
   orderId: z.string().min(1).max(60),
   amount: z.coerce.number().int().min(0),
@@ -48,7 +58,7 @@ export const PayInput = z.object({
   payerEmail: z.email().optional(),
   description: z.string().max(100).optional(),
   redirectionUrl: z.url().optional(),
-  paymentMethod: z.enum(['CARD_WEB', 'PSE', 'NEQUI', 'BOTON_BANCOLOMBIA']).default('CARD_WEB'),
+  paymentMethod: z.enum(PAYMENT_METHODS).default('CARD_WEB'),
   /** false: the gateway records the payment but its webhook has not gone out yet (late or lost delivery). */
   deliverWebhook: z.boolean().default(true),
 });
@@ -64,6 +74,31 @@ export type PayResult =
       webhook: DeliveryRecord | null;
     }
   | { ok: false; status: number; code: string; message: string };
+
+/** Form fields stand for absent values with ''; absent they are. */
+const formValue = <S extends z.ZodType>(schema: S) =>
+  z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
+
+/** What the button script posts to the hosted checkout: the button's data-* attributes, named without `data-`. */
+const ButtonForm = z.object({
+  'order-id': z.string().min(1).max(60),
+  amount: z.string().regex(/^\d+$/, 'amount must be an integer'),
+  currency: z.string().min(1).max(3),
+  'integrity-signature': z.string().max(64),
+  'api-key': formValue(z.string().max(200)),
+  'expiration-date': formValue(z.string().regex(/^\d+$/, 'expiration-date must be epoch nanoseconds')),
+  'redirection-url': formValue(z.string().max(2048)),
+  description: formValue(z.string().max(100)),
+});
+type ButtonForm = z.output<typeof ButtonForm>;
+
+const CheckoutDecision = ButtonForm.extend({
+  decision: z.enum(['approve', 'reject', 'pending']),
+  'payment-method': formValue(z.enum(PAYMENT_METHODS)),
+  email: formValue(z.email()),
+});
+
+const DECISION_OUTCOMES = { approve: 'approved', reject: 'rejected', pending: 'pending' } as const;
 
 export interface GatewayBOptions {
   secrets: SandboxSecrets['gatewayB'];
@@ -123,6 +158,18 @@ export class GatewayBSandbox {
       },
       { prefix: '/gateway-b' },
     );
+
+    // Opened by the buyer's browser, as the real button's script and checkout are: no credentials.
+    app.register(
+      async (browser) => {
+        browser.get('/library/boldPaymentButton.js', async (_request, reply) =>
+          reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-cache').send(BUTTON_SCRIPT),
+        );
+        browser.post('/checkout', async (request, reply) => this.#checkoutPage(request, reply));
+        browser.post('/checkout/pay', async (request, reply) => this.#checkoutDecision(request, reply));
+      },
+      { prefix: '/gateway-b' },
+    );
   }
 
   // ---- control operations -------------------------------------------------------------------------------------
@@ -139,49 +186,8 @@ export class GatewayBSandbox {
       };
     }
     const input = parsed.data;
-    const secrets = this.#options.secrets;
-    if (input.apiKey !== undefined && !sameSecret(input.apiKey, secrets.apiKey)) {
-      return {
-        ok: false,
-        status: 401,
-        code: 'INVALID_API_KEY',
-        message: 'The button was configured with an unknown identity key',
-      };
-    }
-    const expected = createHash('sha256')
-      .update(`${input.orderId}${input.amount}${input.currency}${secrets.secretKey}`, 'utf8')
-      .digest();
-    const given = /^[0-9a-f]{64}$/i.test(input.integritySignature)
-      ? Buffer.from(input.integritySignature, 'hex')
-      : null;
-    if (!given || !timingSafeEqual(given, expected)) {
-      return {
-        ok: false,
-        status: 422,
-        code: 'INTEGRITY_SIGNATURE_MISMATCH',
-        message: 'The integrity signature does not match order id, amount and currency',
-      };
-    }
-    if (input.expirationDate !== undefined) {
-      const expiresNs = BigInt(
-        typeof input.expirationDate === 'number' ? Math.trunc(input.expirationDate) : input.expirationDate,
-      );
-      if (expiresNs <= BigInt(Date.now()) * 1_000_000n) {
-        return { ok: false, status: 422, code: 'PAYMENT_LINK_EXPIRED', message: 'The payment button has expired' };
-      }
-    }
-    const previous = this.#forOrder(input.orderId);
-    if (previous.some((t) => t.status === 'APPROVED' || t.status === 'VOIDED')) {
-      return { ok: false, status: 409, code: 'ORDER_ALREADY_PAID', message: 'This order id was already paid' };
-    }
-    if (previous.some((t) => t.status === 'PROCESSING')) {
-      return {
-        ok: false,
-        status: 409,
-        code: 'PAYMENT_IN_PROGRESS',
-        message: 'A payment for this order id is in process',
-      };
-    }
+    const refused = this.#refusal(input);
+    if (refused) return refused;
 
     const now = new Date();
     const status: TransactionStatus =
@@ -246,6 +252,136 @@ export class GatewayBSandbox {
     this.#events.length = 0;
     this.#voidKeys.clear();
     this.#webhookUrl = this.#options.webhookUrl;
+  }
+
+  /** Why the gateway would not charge this button now (bad key, bad signature, expired, already paid); null if it would. */
+  #refusal(input: z.output<typeof PayInput>): Extract<PayResult, { ok: false }> | null {
+    const secrets = this.#options.secrets;
+    if (input.apiKey !== undefined && !sameSecret(input.apiKey, secrets.apiKey)) {
+      return {
+        ok: false,
+        status: 401,
+        code: 'INVALID_API_KEY',
+        message: 'The button was configured with an unknown identity key',
+      };
+    }
+    const expected = createHash('sha256')
+      .update(`${input.orderId}${input.amount}${input.currency}${secrets.secretKey}`, 'utf8')
+      .digest();
+    const given = /^[0-9a-f]{64}$/i.test(input.integritySignature)
+      ? Buffer.from(input.integritySignature, 'hex')
+      : null;
+    if (!given || !timingSafeEqual(given, expected)) {
+      return {
+        ok: false,
+        status: 422,
+        code: 'INTEGRITY_SIGNATURE_MISMATCH',
+        message: 'The integrity signature does not match order id, amount and currency',
+      };
+    }
+    if (input.expirationDate !== undefined) {
+      const expiresNs = BigInt(
+        typeof input.expirationDate === 'number' ? Math.trunc(input.expirationDate) : input.expirationDate,
+      );
+      if (expiresNs <= BigInt(Date.now()) * 1_000_000n) {
+        return { ok: false, status: 422, code: 'PAYMENT_LINK_EXPIRED', message: 'The payment button has expired' };
+      }
+    }
+    const previous = this.#forOrder(input.orderId);
+    if (previous.some((t) => t.status === 'APPROVED' || t.status === 'VOIDED')) {
+      return { ok: false, status: 409, code: 'ORDER_ALREADY_PAID', message: 'This order id was already paid' };
+    }
+    if (previous.some((t) => t.status === 'PROCESSING')) {
+      return {
+        ok: false,
+        status: 409,
+        code: 'PAYMENT_IN_PROGRESS',
+        message: 'A payment for this order id is in process',
+      };
+    }
+    return null;
+  }
+
+  // ---- the buyer's browser ------------------------------------------------------------------------------------
+
+  /** The hosted checkout the button opens: the order, and the buyer's choice of outcome. */
+  #checkoutPage(request: FastifyRequest, reply: FastifyReply) {
+    const form = ButtonForm.safeParse(request.body ?? {});
+    if (!form.success) return this.#html(reply, 400, 'Bold checkout', errorNote(issuesText(form.error)));
+    const refused = this.#buttonRefusal(form.data);
+    if (refused) return this.#html(reply, refused.status, 'Bold checkout', errorNote(refused.message, refused.code));
+    const button = form.data;
+    const hidden = Object.entries(button)
+      .filter((entry): entry is [string, string] => typeof entry[1] === 'string')
+      .map(([name, value]) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`)
+      .join('');
+    const methods = PAYMENT_METHODS.map((method) => `<option value="${method}">${method}</option>`).join('');
+    return this.#html(
+      reply,
+      200,
+      'Bold checkout',
+      `<p class="sandbox">Sandbox checkout. No real money moves.</p>
+<dl>
+  <dt>Order</dt><dd id="order-id">${escapeHtml(button['order-id'])}</dd>
+  <dt>Description</dt><dd id="description">${escapeHtml(button.description ?? '')}</dd>
+  <dt>Total</dt><dd id="amount" data-amount="${escapeHtml(button.amount)}" data-currency="${escapeHtml(button.currency)}">${escapeHtml(`${button.amount} ${button.currency}`)}</dd>
+</dl>
+<form id="checkout-form" method="post" action="/gateway-b/checkout/pay">${hidden}
+  <label for="payment-method">Payment method</label>
+  <select id="payment-method" name="payment-method">${methods}</select>
+  <label for="email">Email</label>
+  <input id="email" name="email" type="email" value="">
+  <div class="actions">
+    <button id="approve" type="submit" name="decision" value="approve">Pay</button>
+    <button id="reject" type="submit" name="decision" value="reject">Decline</button>
+    <button id="pending" type="submit" name="decision" value="pending">Leave in process</button>
+  </div>
+</form>`,
+    );
+  }
+
+  /** The buyer's decision: the same charge as the control call, then back to the merchant's redirection URL. */
+  async #checkoutDecision(request: FastifyRequest, reply: FastifyReply) {
+    const form = CheckoutDecision.safeParse(request.body ?? {});
+    if (!form.success) return this.#html(reply, 400, 'Bold checkout', errorNote(issuesText(form.error)));
+    const decision = form.data;
+    const result = await this.pay({
+      ...payInputOf(decision),
+      outcome: DECISION_OUTCOMES[decision.decision],
+      ...(decision['payment-method'] ? { paymentMethod: decision['payment-method'] } : {}),
+      ...(decision.email ? { payerEmail: decision.email } : {}),
+    });
+    if (!result.ok) return this.#html(reply, result.status, 'Bold checkout', errorNote(result.message, result.code));
+    if (result.redirectUrl) return reply.redirect(result.redirectUrl, 302);
+    return this.#html(
+      reply,
+      200,
+      'Bold checkout',
+      `<p id="result" data-status="${escapeHtml(result.status)}">Transaction ${escapeHtml(result.transactionId)}: ${escapeHtml(result.status)}.</p>`,
+    );
+  }
+
+  /** The refusal the charge would meet, checked before the buyer is shown the page. */
+  #buttonRefusal(button: ButtonForm): Extract<PayResult, { ok: false }> | null {
+    const parsed = PayInput.safeParse(payInputOf(button));
+    if (!parsed.success) {
+      return { ok: false, status: 400, code: 'VALIDATION_FAILED', message: issuesText(parsed.error) };
+    }
+    return this.#refusal(parsed.data);
+  }
+
+  #html(reply: FastifyReply, status: number, title: string, body: string) {
+    return reply
+      .code(status)
+      .type('text/html; charset=utf-8')
+      .send(
+        `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>` +
+          '<meta name="viewport" content="width=device-width, initial-scale=1">' +
+          '<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:2rem auto;padding:0 1rem}' +
+          'label,select,input,button{display:block;margin:.5rem 0}.sandbox{color:#a15c00}.actions{display:flex;gap:1rem}' +
+          '#error{color:#b00020}</style></head>' +
+          `<body><main><h1>${escapeHtml(title)}</h1>${body}</main></body></html>`,
+      );
   }
 
   // ---- provider endpoints -------------------------------------------------------------------------------------
@@ -377,3 +513,54 @@ export class GatewayBSandbox {
     return this.#transactions.filter((t) => t.orderId === orderId).reverse();
   }
 }
+
+/** The control call's input from the button's attributes. */
+function payInputOf(button: ButtonForm): PayInput {
+  return {
+    orderId: button['order-id'],
+    amount: button.amount,
+    currency: button.currency as PayInput['currency'],
+    integritySignature: button['integrity-signature'],
+    ...(button['api-key'] !== undefined ? { apiKey: button['api-key'] } : {}),
+    ...(button['expiration-date'] !== undefined ? { expirationDate: button['expiration-date'] } : {}),
+    ...(button['redirection-url'] !== undefined ? { redirectionUrl: button['redirection-url'] } : {}),
+    ...(button.description !== undefined ? { description: button.description } : {}),
+  };
+}
+
+function errorNote(message: string, code?: string): string {
+  return `<p id="error" role="alert"${code ? ` data-code="${escapeHtml(code)}"` : ''}>${escapeHtml(message)}</p>`;
+}
+
+/**
+ * The sandbox's button script. Like the gateway's, it reads the data-* attributes of its own <script> tag; instead
+ * of the gateway's widget it renders a plain form that posts them to this sandbox's hosted checkout.
+ */
+const BUTTON_SCRIPT = `(function () {
+  var fields = ['order-id', 'amount', 'currency', 'api-key', 'integrity-signature', 'expiration-date',
+    'redirection-url', 'description'];
+  var scripts = document.querySelectorAll('script[data-bold-button]');
+  for (var i = 0; i < scripts.length; i++) {
+    var script = scripts[i];
+    if (script.getAttribute('data-sandbox-mounted')) continue;
+    script.setAttribute('data-sandbox-mounted', 'true');
+    var form = document.createElement('form');
+    form.method = 'post';
+    form.action = new URL('../checkout', script.src).toString();
+    for (var j = 0; j < fields.length; j++) {
+      var value = script.getAttribute('data-' + fields[j]);
+      if (value === null) continue;
+      var input = document.createElement('input');
+      input.type = 'hidden';
+      input.name = fields[j];
+      input.value = value;
+      form.appendChild(input);
+    }
+    var button = document.createElement('button');
+    button.type = 'submit';
+    button.textContent = 'Pagar con Bold (sandbox)';
+    form.appendChild(button);
+    script.parentNode.insertBefore(form, script.nextSibling);
+  }
+})();
+`;

@@ -44,6 +44,7 @@ import {
   checkoutStatusQuery,
   checkPaymentSignal,
   type Gateway,
+  type GatewayAPageMethods,
   openPaymentUpdate,
   openPseUpdate,
   type PaymentNotification,
@@ -669,7 +670,9 @@ class SaleCheckout {
       },
     });
     setHandler(openPaymentUpdate, () => this.openPayment(), { validator: () => this.assertPayable() });
-    setHandler(openPseUpdate, () => this.openPse(), { validator: (_options) => this.assertPayable() });
+    setHandler(openPseUpdate, (options) => this.openPse(options.methods ?? 'pse'), {
+      validator: (_options) => this.assertPayable(),
+    });
     setHandler(chargeCardUpdate, (request) => this.chargeCard(request), {
       validator: (_request) => this.assertPayable(),
     });
@@ -786,7 +789,11 @@ class SaleCheckout {
     return { ok: true as const, configuration };
   }
 
-  private async openPse() {
+  /**
+   * Sends the buyer to a gateway A checkout page: PSE only, or card or PSE (storefront orders). Either way the
+   * payment it brings is re-read from the gateway like any other; only the attempt's record tells them apart.
+   */
+  private async openPse(methods: GatewayAPageMethods) {
     const rail = await this.railFor('pse');
     if (typeof rail !== 'string') return rail;
     this.openAttempt(rail);
@@ -795,21 +802,23 @@ class SaleCheckout {
       preference = await gateways.openPsePayment({
         saleId: this.input.saleId,
         expiresAtMs: this.sale?.expiresAtMs ?? 0,
+        methods,
       });
     } catch (error) {
       if (!isGiveUp(error)) throw error;
       throw refusal('PROVIDER_UNAVAILABLE', 'The payment gateway did not answer; retry', {}, true);
     }
+    const pseOnly = methods === 'pse';
     await db.recordAttempt({
       saleId: this.input.saleId,
       gateway: 'GATEWAY_A',
-      kind: 'PSE',
+      kind: pseOnly ? 'PSE' : 'OPEN',
       providerPaymentId: preference.preferenceId,
       status: 'redirected',
       statusDetail: null,
       amount: this.sale?.total ?? null,
-      dedupeKey: `pse-open:${preference.preferenceId}`,
-      note: null,
+      dedupeKey: `${pseOnly ? 'pse' : 'checkout'}-open:${preference.preferenceId}`,
+      note: pseOnly ? null : "gateway A's checkout page: card or PSE",
     });
     return { ok: true as const, redirectUrl: preference.redirectUrl };
   }

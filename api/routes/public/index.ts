@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ApiServices } from '../../services.js';
 import { publicCatalogRoutes } from './catalog.js';
+import { orderPaymentPageRoutes } from './order-payment-page.js';
 import { publicOrderRoutes } from './orders.js';
 import { publicQueueRoutes } from './queue.js';
 import { publicTicketRoutes } from './tickets.js';
@@ -9,6 +10,7 @@ import { publicTicketRoutes } from './tickets.js';
 export const publicRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
   await app.register(publicCatalogRoutes, { services });
   await app.register(publicOrderRoutes, { services });
+  await app.register(orderPaymentPageRoutes, { services });
   await app.register(publicTicketRoutes, { services });
   await app.register(publicQueueRoutes, { services });
 };

@@ -1,12 +1,22 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../domain/errors.js';
+import { type PaymentGateway, saleGateway } from '../../../domain/gateways.js';
 import { isUuid } from '../../../entities/ids.js';
-import { EventDate, Sale, TicketType } from '../../../entities/index.js';
-import { checkoutWorkflowId, openPseUpdate, releaseUpdate } from '../../../workflows/definitions.js';
+import { Event, EventDate, Sale, TicketType, Workspace } from '../../../entities/index.js';
+import {
+  checkoutWorkflowId,
+  openPaymentUpdate,
+  openPseUpdate,
+  type ReservedSale,
+  releaseUpdate,
+} from '../../../workflows/definitions.js';
 import { reserveThroughCheckout } from '../../http/checkout.js';
 import { dataOf } from '../../http/envelope.js';
+import { requireRedis } from '../../http/limits.js';
+import { minorUnits } from '../../http/money.js';
 import { askCheckoutToCheckPayment } from '../../http/payment-check.js';
 import { hasAdmittedTurn } from '../../http/queue.js';
 import { publicAccess } from '../../http/route-access.js';
@@ -14,6 +24,7 @@ import { loadTickets, PublicOrderStatusSchema, publicStatusOf } from '../../http
 import { presentedSessionToken, resolveBuyerSession } from '../../plugins/customer-auth.js';
 import type { ApiServices } from '../../services.js';
 import { presentedQueueToken } from '../customer/orders.js';
+import { orderPaymentPageUrl } from './order-payment-page.js';
 
 const CreatePublicOrderBody = z.object({
   buyerEmail: z.email().max(254),
@@ -42,12 +53,14 @@ const OrderCreatedSchema = z
     orderId: z.string(),
     reference: z.string(),
     status: PublicOrderStatusSchema,
-    total: z.number().int(),
+    total: minorUnits('What the buyer pays for the order', 190230),
     currency: z.string(),
     checkoutUrl: z.string().meta({
       description:
-        'Gateway A payment link to send the buyer to. For an order with nothing to pay (status paid at once), the ' +
-        "order's own status address (GET /orders/{id}), which lists its tickets",
+        'Where to send the buyer to pay. Gateway A events: the gateway A checkout page, where the buyer pays by card ' +
+        "or PSE. Gateway B events: the order's hosted payment page (GET /orders/{id}/pay), which shows gateway B's " +
+        "payment button. For an order with nothing to pay (status paid at once), the order's own status address " +
+        '(GET /orders/{id}), which lists its tickets',
     }),
     expiresAt: z.string().meta({
       description:
@@ -62,14 +75,57 @@ const PublicOrderSchema = z
     orderId: z.string(),
     reference: z.string(),
     status: PublicOrderStatusSchema,
-    total: z.number().int(),
+    total: minorUnits('What the buyer pays for the order', 190230),
     currency: z.string(),
     expiresAt: z.string().nullable().meta({ description: 'Repeated while pending; null afterwards' }),
     tickets: z.array(z.object({ code: z.string(), ticketTypeId: z.string(), seatLabel: z.string().nullable() })),
   })
   .meta({ id: 'PublicOrder' });
 
-/** Anonymous storefront orders (contract 4.18): reserve, then hand back the gateway A payment link. */
+/** The gateway the order's event charges through (domain/gateways.ts); the checkout checks it again on open. */
+async function gatewayOf(
+  em: FastifyRequest['em'],
+  type: { event: string; workspace: string },
+): Promise<PaymentGateway> {
+  const event = await em.findOne(Event, { id: type.event }, { filters: { tenant: false } });
+  const workspace = await em.findOne(Workspace, { id: type.workspace });
+  return event && workspace ? saleGateway(event, workspace) : 'GATEWAY_A';
+}
+
+/**
+ * Opens the order's payment through its checkout, so the checkout knows the attempt (and asks the gateway about it
+ * until the sale settles), and answers where the buyer pays: gateway A's checkout page (card or PSE), or for a
+ * gateway B event our hosted page with gateway B's button.
+ */
+async function openOrderPayment(services: ApiServices, sale: ReservedSale, gateway: PaymentGateway): Promise<string> {
+  const handle = services.temporal.workflow.getHandle(checkoutWorkflowId(sale.saleId));
+  try {
+    if (gateway === 'GATEWAY_B') {
+      const opened = await handle.executeUpdate(openPaymentUpdate);
+      if (!opened.ok) throw new AppError('PAYMENT_UNAVAILABLE', opened.message, { details: { reason: opened.reason } });
+      // The checkout decides the rail: an event that left gateway B meanwhile pays at gateway A's page after all.
+      if (opened.configuration.gateway === 'GATEWAY_B') return orderPaymentPageUrl(services.env, sale.saleId);
+    }
+    const link = await handle.executeUpdate(openPseUpdate, { args: [{ bankCode: null, methods: 'card_or_pse' }] });
+    if (!link.ok) throw new AppError('PAYMENT_UNAVAILABLE', link.message, { details: { reason: link.reason } });
+    return link.redirectUrl;
+  } catch (error) {
+    // No payment link, no order: the stock goes straight back instead of waiting for the window to expire.
+    await handle
+      .executeUpdate(releaseUpdate, { args: [{ reason: 'buyer_release', acknowledgeOpenPayment: false }] })
+      .catch(() => undefined);
+    if (error instanceof AppError) throw error;
+    if (error instanceof WorkflowUpdateFailedError) {
+      throw new AppError(
+        'PROVIDER_UNAVAILABLE',
+        'The payment provider did not answer; the order was not created, retry',
+      );
+    }
+    throw error;
+  }
+}
+
+/** Anonymous storefront orders (contract 4.18): reserve, then hand back where the buyer pays. */
 export const publicOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
   app.post(
     '/orders',
@@ -103,7 +159,9 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
       if (!type) throw new AppError('NOT_FOUND', 'Ticket type not found');
       const date = await request.em.findOne(EventDate, { id: type.eventDate }, { filters: { tenant: false } });
       const queueToken = presentedQueueToken(request.headers) ?? body.queueToken ?? null;
-      const queueTurnAdmitted = date?.virtualQueue ? await hasAdmittedTurn(services.redis, date.id, queueToken) : false;
+      const queueTurnAdmitted = date?.virtualQueue
+        ? await requireRedis('The waiting room', () => hasAdmittedTurn(services.redis, date.id, queueToken))
+        : false;
       const sale = await reserveThroughCheckout(
         services,
         {
@@ -143,26 +201,7 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
           },
         };
       }
-      const handle = services.temporal.workflow.getHandle(checkoutWorkflowId(sale.saleId));
-      let checkoutUrl: string;
-      try {
-        const link = await handle.executeUpdate(openPseUpdate, { args: [{ bankCode: null }] });
-        if (!link.ok) throw new AppError('PAYMENT_UNAVAILABLE', link.message, { details: { reason: link.reason } });
-        checkoutUrl = link.redirectUrl;
-      } catch (error) {
-        // No payment link, no order: the stock goes straight back instead of waiting for the window to expire.
-        await handle
-          .executeUpdate(releaseUpdate, { args: [{ reason: 'buyer_release', acknowledgeOpenPayment: false }] })
-          .catch(() => undefined);
-        if (error instanceof AppError) throw error;
-        if (error instanceof WorkflowUpdateFailedError) {
-          throw new AppError(
-            'PROVIDER_UNAVAILABLE',
-            'The payment provider did not answer; the order was not created, retry',
-          );
-        }
-        throw error;
-      }
+      const checkoutUrl = await openOrderPayment(services, sale, await gatewayOf(request.em, type));
       return {
         data: {
           orderId: sale.saleId,
