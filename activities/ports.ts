@@ -71,7 +71,7 @@ export interface GatewayBTransaction {
   orderId: string;
   status: GatewayBStatus;
   transactionId: string | null;
-  /** Minor units. */
+  /** In gateway B's unit (cents for USD), not yet our minor units: see integrations/gateway-b/amounts.ts. */
   amount: number | null;
   currency: string | null;
 }

@@ -200,9 +200,13 @@ export interface CardChargeResult {
 
 export const chargeCardUpdate = defineUpdate<CardChargeResult | PaymentUnavailable, [CardChargeRequest]>('chargeCard');
 
+/** What the buyer may pay with at gateway A's page: PSE only (the customer PSE rail) or card or PSE (storefront). */
+export type GatewayAPageMethods = 'pse' | 'card_or_pse';
+
+/** Opens a gateway A checkout page for the sale and answers its address; `methods` absent means PSE only. */
 export const openPseUpdate = defineUpdate<
   { ok: true; redirectUrl: string } | PaymentUnavailable,
-  [{ bankCode: string | null }]
+  [{ bankCode: string | null; methods?: GatewayAPageMethods }]
 >('openPse');
 
 /** A gateway told us something about this sale's payment. The workflow re-reads the payment before believing it. */
@@ -412,11 +416,21 @@ export interface WebhookDeliveryResult {
 
 // ---------------------------------------------------------------- purchase session
 
-/** One execution per buyer and workspace owns the buyer's live purchase session, its hold token and its timer. */
-export const purchaseSessionWorkflowId = (workspaceId: string, buyerId: string): string =>
+/**
+ * One execution per buyer owns the buyer's live purchase session, its hold token and its timer (contract part 3:
+ * one live session per buyer). A buyer is one account across workspaces, so a session opened in one workspace
+ * supersedes the live one of another.
+ */
+export const purchaseSessionWorkflowId = (buyerId: string): string => `purchase-session/${buyerId}`;
+/**
+ * Where a buyer's sessions lived while executions were keyed per workspace. Such executions still answer for the
+ * sessions they opened until they end (an idle hour after their last session); nothing opens sessions there now.
+ */
+export const legacyPurchaseSessionWorkflowId = (workspaceId: string, buyerId: string): string =>
   `purchase-session/${workspaceId}/${buyerId}`;
 
 export interface PurchaseSessionInput {
+  /** The workspace of the session the execution opened last (its WorkspaceId search attribute). */
   workspaceId: string;
   buyerId: string;
   /** How long the execution waits for a new session once none is live before it ends. */
@@ -468,7 +482,15 @@ export type PurchaseSessionClaim = { ok: true; session: PurchaseSessionView } | 
 
 export const openPurchaseSessionUpdate = defineUpdate<
   PurchaseSessionView,
-  [{ sessionId: string; eventDateId: string; expiresInMinutes: number }]
+  [
+    {
+      sessionId: string;
+      eventDateId: string;
+      expiresInMinutes: number;
+      /** The event date's workspace; absent in updates sent before sessions were per buyer. */
+      workspaceId?: string;
+    },
+  ]
 >('openPurchaseSession');
 /**
  * Takes the session for one order (sessionId null: the buyer's live session, if any). A second claim while the

@@ -1,11 +1,15 @@
 /**
- * Purchase session: the buyer's one live seat-map session per workspace. The execution owns the hold token of the
- * live session and its timer (the map clock):
+ * Purchase session: the buyer's one live seat-map session, across workspaces (contract part 3). The execution owns
+ * the hold token of the live session and its timer (the map clock):
  *
- * open ─▶ ACTIVE ──order placed──▶ ORDERED (the checkout owns the token now)
+ * open ─▶ ACTIVE ──order placed──▶ ORDERED (the checkout owns the token now) ──another open──▶ SUPERSEDED
  *           ├─ another open ──────▶ SUPERSEDED (token expired, seats free)
  *           ├─ buyer releases ────▶ RELEASED (token expired, seats free)
  *           └─ clock runs out ────▶ EXPIRED (token expired, seats free)
+ *
+ * An ORDERED session that is superseded keeps no say over its order: the order's checkout keeps the token and its
+ * own reservation timer, and the old session id answers SUPERSEDED to the payment POSTs (contract 4.3: the session
+ * that created an order counts only as long as no other session was opened since).
  *
  * A session claimed by an order in flight keeps its token until the order settles, even if superseded or released
  * meanwhile; the token is expired when the order ends without using it, or when its claim lapses.
@@ -26,6 +30,7 @@ import {
   patched,
   proxyActivities,
   setHandler,
+  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { SeatActivities } from '../activities/seats.js';
@@ -63,6 +68,11 @@ const REMEMBERED = 50;
 const DEFAULT_CONTINUE_AS_NEW_AFTER = 500;
 const EXPIRE_RETRY_FIRST_MS = 5_000;
 const EXPIRE_RETRY_MAX_MS = 5 * 60_000;
+/**
+ * Executions recorded before it superseded only an ACTIVE previous session (an ORDERED one stayed usable for
+ * payments) and kept the WorkspaceId they started with; they replay that way.
+ */
+const PER_BUYER_PATCH = 'purchase-session-per-buyer';
 
 type Session = CarriedPurchaseSession;
 
@@ -78,6 +88,7 @@ async function purchaseSessionWithCleanup(input: PurchaseSessionInput): Promise<
   let currentId: string | null = carried?.currentId ?? null;
   const toExpire: string[] = [...(carried?.toExpire ?? [])];
   let lastActivityMs = carried?.lastActivityMs ?? Date.now();
+  let workspaceId = input.workspaceId;
   let wake = 0;
   let handledUpdates = 0;
 
@@ -202,7 +213,20 @@ async function purchaseSessionWithCleanup(input: PurchaseSessionInput): Promise<
     touch();
     const token = await seats.createSessionHoldToken({ expiresInMinutes: request.expiresInMinutes });
     const previous = currentId ? sessions.get(currentId) : undefined;
-    if (previous && previous.state === 'ACTIVE') previous.state = 'SUPERSEDED';
+    if (patched(PER_BUYER_PATCH)) {
+      // Every session still in play is replaced, the one that already placed its order too (runs recorded before
+      // the patch may remember more than one ORDERED session).
+      for (const older of sessions.values()) {
+        if (older.state === 'ACTIVE' || older.state === 'ORDERED') older.state = 'SUPERSEDED';
+      }
+      if (request.workspaceId && request.workspaceId !== workspaceId) {
+        // Operators find the buyer's execution under the workspace of the live session.
+        workspaceId = request.workspaceId;
+        upsertSearchAttributes([{ key: SA.workspaceId, value: workspaceId }]);
+      }
+    } else if (previous && previous.state === 'ACTIVE') {
+      previous.state = 'SUPERSEDED';
+    }
     const session: Session = {
       id: request.sessionId,
       state: 'ACTIVE',
@@ -339,9 +363,9 @@ async function purchaseSessionWithCleanup(input: PurchaseSessionInput): Promise<
       collectDueTokens();
       // WorkspaceId given explicitly: executions started before the API set it get it from here on.
       await makeContinueAsNewFunc<typeof purchaseSession>({
-        typedSearchAttributes: [{ key: SA.workspaceId, value: input.workspaceId }],
+        typedSearchAttributes: [{ key: SA.workspaceId, value: workspaceId }],
       })({
-        workspaceId: input.workspaceId,
+        workspaceId,
         buyerId: input.buyerId,
         idleMs: input.idleMs,
         continueAsNewAfter: input.continueAsNewAfter,

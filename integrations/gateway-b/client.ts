@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { MinorUnits } from '../../domain/money.js';
 import { ProviderError } from '../errors.js';
 import { field, JsonHttp } from '../http.js';
 
@@ -26,8 +25,8 @@ export interface GatewayBTransaction {
   orderId: string;
   status: GatewayBPaymentStatus;
   transactionId: string | null;
-  /** Minor units (the gateway's own integer amount), null when no transaction exists. */
-  amount: MinorUnits | null;
+  /** The gateway's own integer (its unit per currency, see amounts.ts), null when no transaction exists. */
+  amount: number | null;
   currency: string | null;
   paymentMethod: string | null;
   transactionDate: string | null;
@@ -48,7 +47,8 @@ export interface GatewayBWebhookEvent {
   paymentId: string;
   merchantId: string | null;
   createdAt: string | null;
-  amount: MinorUnits;
+  /** The gateway's own integer (its unit per currency, see amounts.ts). */
+  amount: number;
   currency: string | null;
   /** The order id the button was configured with: our sale reference. */
   reference: string | null;

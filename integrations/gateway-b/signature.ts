@@ -5,7 +5,8 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
  *
  * Integrity signature: the button is configured in the browser with an order id, amount and currency, so the
  * server binds them with `hex(SHA-256(orderId + amount + currency + secretKey))`, computed server-side only.
- * The amount is the integer the button charges (whole pesos for COP, cents for USD), written without separators.
+ * The amount is the integer the button charges (whole pesos for COP, cents for USD: `toGatewayBAmount` in
+ * amounts.ts), written without separators.
  *
  * Webhook signature: `x-bold-signature` is `hex(HMAC-SHA256(secretKey, base64(rawBody)))`: the raw body bytes
  * are Base64-encoded first and the HMAC is taken over that text. The gateway signs test-mode events with an

@@ -99,7 +99,7 @@ describe('search attributes on every sales-operation execution (SaleReference, W
     const event = await publishEvent(api, organizer, { capacity: 5 });
     const token = await signInBuyer(api, `visible-${Math.random().toString(36).slice(2, 9)}@buyers.test`);
     await openPurchaseSession(api, token, event.eventDateId);
-    const workflowId = purchaseSessionWorkflowId(organizer.workspaceId, await buyerIdOf(api, token));
+    const workflowId = purchaseSessionWorkflowId(await buyerIdOf(api, token));
     expect((await attributesOf(workflowId)).workspaceId).toBe(organizer.workspaceId);
   });
 });

@@ -53,7 +53,7 @@ test('after `continueAsNewAfter` updates the execution continues as new: the liv
   const seatMap = seatMapOf(api);
   const token = await signInBuyer(api, email());
   const buyerId = await buyerIdOf(api, token);
-  const workflowId = purchaseSessionWorkflowId(organizer.workspaceId, buyerId);
+  const workflowId = purchaseSessionWorkflowId(buyerId);
   // Started here with a small threshold; the API's opens join it (update-with-start, USE_EXISTING).
   const started = await api.services.temporal.workflow.start<typeof purchaseSession>('purchaseSession', {
     workflowId,
@@ -129,7 +129,7 @@ describe('the seat-map provider down while sessions end', () => {
     const event = await publishEvent(api, organizer, { capacity: 5 });
     const token = await signInBuyer(api, email());
     const buyerId = await buyerIdOf(api, token);
-    const workflowId = purchaseSessionWorkflowId(organizer.workspaceId, buyerId);
+    const workflowId = purchaseSessionWorkflowId(buyerId);
     const handle = isolated.services.temporal.workflow.getHandle(workflowId);
     // A short idle period, so the execution would end during the outage if it let go of its tokens.
     await isolated.services.temporal.workflow.start<typeof purchaseSession>('purchaseSession', {

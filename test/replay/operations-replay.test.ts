@@ -15,7 +15,7 @@ import {
   WEBHOOK_DISPATCHER_WORKFLOW_ID,
 } from '../../workflows/definitions.js';
 import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
-import { eventually, publishEvent, session, signInBuyer } from '../support/purchase.js';
+import { eventually, orderBody, publishEvent, reserveOrder, session, signInBuyer } from '../support/purchase.js';
 import { complimentary, payByCard, reserve } from '../support/sales-ops.js';
 import { buyerIdOf, openPurchaseSession, seatedEvent, seatMapOf } from '../support/seats.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
@@ -98,15 +98,42 @@ test('purchase-session executions replay deterministically (opened, superseded, 
     headers: session(token),
   });
   expect(released.statusCode).toBe(200);
-  const workflowId = purchaseSessionWorkflowId(organizer.workspaceId, await buyerIdOf(api, token));
+  const workflowId = purchaseSessionWorkflowId(await buyerIdOf(api, token));
   const files = [record(workflowId, 'purchase-session-superseded-released')];
+  expect(replayHistories(files).map((result) => result.ok)).toEqual([true]);
+}, 120_000);
+
+test('purchase-session executions per buyer replay deterministically (ordered, superseded from another workspace)', async () => {
+  const here = await seatedEvent(api, organizer);
+  const there = await seatedEvent(api, await createOrganizer(api.orm.em.fork()));
+  const token = await signInBuyer(api, `replay-buyer-${Math.random().toString(36).slice(2, 8)}@buyers.test`);
+  const first = await openPurchaseSession(api, token, here.eventDateId);
+  await seatMapOf(api).hold({ eventKey: here.eventDateId, labels: ['A-1'], holdToken: first.holdToken });
+  const ordered = await reserveOrder(
+    api,
+    token,
+    orderBody(here, 1, {
+      items: [{ ticketTypeId: here.ticketTypeId, quantity: 1, seats: ['A-1'] }],
+      holdToken: first.holdToken,
+    }),
+  );
+  expect(ordered.statusCode).toBe(201);
+  const second = await openPurchaseSession(api, token, there.eventDateId);
+  const released = await api.request({
+    method: 'POST',
+    url: `/api/v1/customer/purchase-sessions/${second.id}/release`,
+    headers: session(token),
+  });
+  expect(released.statusCode).toBe(200);
+  const workflowId = purchaseSessionWorkflowId(await buyerIdOf(api, token));
+  const files = [record(workflowId, 'purchase-session-per-buyer-ordered-superseded')];
   expect(replayHistories(files).map((result) => result.ok)).toEqual([true]);
 }, 120_000);
 
 test('purchase-session executions that continued as new replay deterministically (both runs)', async () => {
   const event = await seatedEvent(api, organizer);
   const token = await signInBuyer(api, `replay-can-${Math.random().toString(36).slice(2, 8)}@buyers.test`);
-  const workflowId = purchaseSessionWorkflowId(organizer.workspaceId, await buyerIdOf(api, token));
+  const workflowId = purchaseSessionWorkflowId(await buyerIdOf(api, token));
   const started = await api.services.temporal.workflow.start('purchaseSession', {
     workflowId,
     taskQueue: api.env.TEMPORAL_TASK_QUEUE,

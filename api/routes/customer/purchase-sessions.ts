@@ -9,6 +9,7 @@ import { EventDate, Workspace } from '../../../entities/index.js';
 import {
   claimPurchaseSessionUpdate,
   finishPurchaseSessionOrderUpdate,
+  legacyPurchaseSessionWorkflowId,
   openPurchaseSessionUpdate,
   type PurchaseSessionClaim,
   type PurchaseSessionRefusal,
@@ -20,7 +21,7 @@ import {
 } from '../../../workflows/definitions.js';
 import type { purchaseSession } from '../../../workflows/purchase-session.js';
 import { dataOf } from '../../http/envelope.js';
-import { enforceRateLimit } from '../../http/limits.js';
+import { enforceRateLimit, requireRedis } from '../../http/limits.js';
 import { customerAccess } from '../../http/route-access.js';
 import { currentCustomer } from '../../plugins/customer-auth.js';
 import type { ApiServices } from '../../services.js';
@@ -29,7 +30,8 @@ import type { ApiServices } from '../../services.js';
 export const PURCHASE_SESSION_MINUTES = 15;
 /** How long one order may keep its session claimed (PURCHASE_SESSION_BUSY for a second order meanwhile). */
 const ORDER_LEASE_MS = 60_000;
-const sessionKey = (id: string) => `purchase-session:${id}`;
+/** Written by the API while executions were per workspace: a session id → its workspace (read for those only). */
+const legacySessionKey = (id: string) => `purchase-session:${id}`;
 
 const PurchaseSessionSchema = z
   .object({
@@ -51,6 +53,59 @@ const toSession = (view: PurchaseSessionView) => ({
 
 const refusalError = (refusal: PurchaseSessionRefusal) =>
   new AppError(refusal.code, refusal.message, { details: { reason: refusal.reason } });
+
+const UNKNOWN_SESSION: PurchaseSessionRefusal = {
+  ok: false,
+  code: 'PURCHASE_SESSION_REQUIRED',
+  reason: 'purchase_session_unknown',
+  message: 'No purchase session is open for this buyer',
+};
+
+type SessionHandle = ReturnType<ApiServices['temporal']['workflow']['getHandle']>;
+
+const buyerExecution = (services: ApiServices, buyerId: string): SessionHandle =>
+  services.temporal.workflow.getHandle(purchaseSessionWorkflowId(buyerId));
+
+/**
+ * A session opened while executions were per workspace lives in that workspace's execution, which knows nothing of
+ * the buyer's newer sessions. Once the buyer's own execution exists, a session was opened there since: the old one
+ * is superseded whatever its execution says (one live session per buyer).
+ */
+function supersededByBuyerExecution(view: PurchaseSessionView): PurchaseSessionView {
+  return view.state === 'ACTIVE' || view.state === 'ORDERED' ? { ...view, state: 'SUPERSEDED' } : view;
+}
+
+/** The session `sessionId` of this buyer: in the buyer's execution, else in the legacy one of `workspaceId`. */
+async function findSession(
+  services: ApiServices,
+  input: { buyerId: string; sessionId: string; workspaceId: () => Promise<string | null> },
+): Promise<{ handle: SessionHandle; view: PurchaseSessionView } | null> {
+  const handle = buyerExecution(services, input.buyerId);
+  let buyerExecutionExists = true;
+  const view = await handle.query(purchaseSessionQuery, input.sessionId).catch((error: unknown) => {
+    if (error instanceof WorkflowNotFoundError) buyerExecutionExists = false;
+    return null;
+  });
+  if (view) return { handle, view };
+  const workspaceId = await input.workspaceId();
+  if (!workspaceId) return null;
+  const legacy = services.temporal.workflow.getHandle(legacyPurchaseSessionWorkflowId(workspaceId, input.buyerId));
+  const old = await legacy.query(purchaseSessionQuery, input.sessionId).catch(() => null);
+  if (!old) return null;
+  return { handle: legacy, view: buyerExecutionExists ? supersededByBuyerExecution(old) : old };
+}
+
+async function claimIn(
+  handle: SessionHandle,
+  request: { sessionId: string | null; eventDateId: string; leaseMs: number },
+): Promise<PurchaseSessionClaim | null> {
+  try {
+    return await handle.executeUpdate(claimPurchaseSessionUpdate, { args: [request] });
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return null;
+    throw error;
+  }
+}
 
 /** The header `X-Purchase-Session`, if sent. */
 export function presentedPurchaseSession(headers: Record<string, unknown>): string | null {
@@ -78,21 +133,23 @@ export async function claimPurchaseSession(
   services: ApiServices,
   input: { workspaceId: string; buyerId: string; sessionId: string | null; eventDateId: string },
 ): Promise<SessionClaim | null> {
-  const handle = services.temporal.workflow.getHandle(purchaseSessionWorkflowId(input.workspaceId, input.buyerId));
-  let claim: PurchaseSessionClaim;
-  try {
-    claim = await handle.executeUpdate(claimPurchaseSessionUpdate, {
-      args: [{ sessionId: input.sessionId, eventDateId: input.eventDateId, leaseMs: ORDER_LEASE_MS }],
-    });
-  } catch (error) {
-    if (!(error instanceof WorkflowNotFoundError)) throw error;
-    claim = {
-      ok: false,
-      code: 'PURCHASE_SESSION_REQUIRED',
-      reason: 'purchase_session_unknown',
-      message: 'No purchase session is open for this buyer',
-    };
+  const request = { sessionId: input.sessionId, eventDateId: input.eventDateId, leaseMs: ORDER_LEASE_MS };
+  let handle = buyerExecution(services, input.buyerId);
+  let claim = await claimIn(handle, request);
+  if (claim === null || (!claim.ok && claim.reason === UNKNOWN_SESSION.reason)) {
+    // Unknown to the buyer's execution: perhaps a session from before executions were per buyer.
+    const legacy = services.temporal.workflow.getHandle(
+      legacyPurchaseSessionWorkflowId(input.workspaceId, input.buyerId),
+    );
+    if (claim === null) {
+      const old = await claimIn(legacy, request);
+      if (old) [handle, claim] = [legacy, old];
+    } else if (input.sessionId) {
+      const old = await legacy.query(purchaseSessionQuery, input.sessionId).catch(() => null);
+      if (old) claim = sessionRefusal(supersededByBuyerExecution(old)) ?? claim;
+    }
   }
+  claim ??= UNKNOWN_SESSION;
   if (!claim.ok) {
     if (input.sessionId === null && claim.code === 'PURCHASE_SESSION_REQUIRED') return null;
     throw refusalError(claim);
@@ -123,35 +180,60 @@ export async function checkPurchaseSessionHeader(
     }
     return;
   }
-  const handle = services.temporal.workflow.getHandle(purchaseSessionWorkflowId(input.workspaceId, input.buyerId));
-  const view = await handle.query(purchaseSessionQuery, sessionId).catch(() => null);
-  if (!view || view.eventDateId !== input.eventDateId) {
+  const found = await findSession(services, {
+    buyerId: input.buyerId,
+    sessionId,
+    workspaceId: async () => input.workspaceId,
+  });
+  if (!found || found.view.eventDateId !== input.eventDateId) {
     throw new AppError('PURCHASE_SESSION_REQUIRED', "The purchase session is not this buyer's for this event date", {
       details: { reason: 'purchase_session_unknown' },
     });
   }
+  const refused = sessionRefusal(found.view);
+  if (refused) throw refusalError(refused);
+}
+
+/**
+ * Why a payment may not go on under this session. ORDERED passes: the session that created the order counts until
+ * another session is opened, which makes it SUPERSEDED (contract 4.3).
+ */
+function sessionRefusal(view: PurchaseSessionView): PurchaseSessionRefusal | null {
   if (view.state === 'SUPERSEDED') {
-    throw new AppError('PURCHASE_SESSION_SUPERSEDED', 'Another tab or device opened a newer purchase session', {
-      details: { reason: 'purchase_session_superseded' },
-    });
+    return {
+      ok: false,
+      code: 'PURCHASE_SESSION_SUPERSEDED',
+      reason: 'purchase_session_superseded',
+      message: 'Another tab or device opened a newer purchase session',
+    };
   }
   if (view.state === 'EXPIRED' || view.state === 'RELEASED') {
-    throw new AppError('PURCHASE_SESSION_EXPIRED', 'The purchase session ran out; open a new one', {
-      details: { reason: 'purchase_session_expired' },
-    });
+    return {
+      ok: false,
+      code: 'PURCHASE_SESSION_EXPIRED',
+      reason: 'purchase_session_expired',
+      message: 'The purchase session ran out; open a new one',
+    };
   }
+  return null;
 }
 
 async function sessionHandle(services: ApiServices, id: string, buyerId: string) {
-  const workspaceId = isUuid(id) ? await services.redis.get(sessionKey(id)) : null;
-  if (!workspaceId) throw new AppError('NOT_FOUND', 'Purchase session not found');
-  const handle = services.temporal.workflow.getHandle(purchaseSessionWorkflowId(workspaceId, buyerId));
-  const view = await handle.query(purchaseSessionQuery, id).catch(() => null);
-  if (!view) throw new AppError('NOT_FOUND', 'Purchase session not found');
-  return { handle, view };
+  const found = isUuid(id)
+    ? await findSession(services, {
+        buyerId,
+        sessionId: id,
+        workspaceId: () => requireRedis('Purchase sessions', () => services.redis.get(legacySessionKey(id))),
+      })
+    : null;
+  if (!found) throw new AppError('NOT_FOUND', 'Purchase session not found');
+  return found;
 }
 
-/** Contract 3 / 5.7: one live purchase session per buyer; each one is a workflow owning its hold token and timer. */
+/**
+ * Contract 3 / 5.7: one live purchase session per buyer (a buyer is one account across workspaces); the buyer's
+ * execution owns the live session's hold token and timer.
+ */
 export const customerPurchaseSessionRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (
   app,
   { services },
@@ -179,24 +261,26 @@ export const customerPurchaseSessionRoutes: FastifyPluginAsyncZod<{ services: Ap
       ) {
         throw new AppError('NOT_FOUND', 'Event date not found');
       }
-      await enforceRateLimit(services.redis, {
-        key: `purchase-session-open:${customer.buyerId}`,
-        limit: 20,
-        windowSeconds: 60,
-        message: 'At most 20 purchase sessions per minute; retry after the time in Retry-After',
-      });
+      await enforceRateLimit(request, 'purchaseSessionOpen', customer.buyerId);
       const sessionId = randomUUID();
-      await services.redis.set(sessionKey(sessionId), date.workspace, 'EX', 7 * 86_400);
       const start = new WithStartWorkflowOperation<typeof purchaseSession>('purchaseSession', {
-        workflowId: purchaseSessionWorkflowId(date.workspace, customer.buyerId),
+        workflowId: purchaseSessionWorkflowId(customer.buyerId),
         taskQueue: services.env.TEMPORAL_TASK_QUEUE,
         args: [{ workspaceId: date.workspace, buyerId: customer.buyerId }],
-        // Operators find a buyer's session execution by workspace in the Temporal UI; continue-as-new carries it.
+        // Operators find a buyer's session execution by workspace in the Temporal UI; each open in another
+        // workspace moves it there, and continue-as-new carries it.
         typedSearchAttributes: [{ key: SA.workspaceId, value: date.workspace }],
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
       const view = await services.temporal.workflow.executeUpdateWithStart(openPurchaseSessionUpdate, {
-        args: [{ sessionId, eventDateId: date.id, expiresInMinutes: PURCHASE_SESSION_MINUTES }],
+        args: [
+          {
+            sessionId,
+            eventDateId: date.id,
+            expiresInMinutes: PURCHASE_SESSION_MINUTES,
+            workspaceId: date.workspace,
+          },
+        ],
         startWorkflowOperation: start,
       });
       return reply.status(201).send({ data: toSession(view) });
