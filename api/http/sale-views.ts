@@ -7,8 +7,18 @@ import { publicOrderView, SALE_STATUSES, TICKET_STATUSES } from '../../domain/sa
 import { isUuid } from '../../entities/ids.js';
 import { Sale, SaleItem, Ticket } from '../../entities/index.js';
 import type { ISale } from '../../entities/sale.js';
+import { minorUnits } from './money.js';
 
 const ANY_TENANT = { filters: { tenant: false } } as const;
+
+/** The money of a sale, as the contract's Sale and the buyer's CustomerOrder both show it (domain/pricing.ts). */
+export const SALE_AMOUNTS = {
+  subtotal: minorUnits('Tickets at list price: quantity × unit price', 170000),
+  discountAmount: minorUnits('Taken off the subtotal by a discount code or a membership', 17000),
+  serviceFee: minorUnits('Service fee the buyer pays', 17000),
+  iva: minorUnits('IVA (19 %) on serviceFee', 3230),
+  total: minorUnits('What the buyer pays: subtotal − discountAmount + serviceFee + iva', 173230),
+};
 
 export const SaleItemSchema = z
   .object({
@@ -16,9 +26,9 @@ export const SaleItemSchema = z
     ticketTypeId: z.string(),
     ticketTypeName: z.string(),
     quantity: z.number().int(),
-    unitPrice: z.number().int(),
-    unitServiceFee: z.number().int(),
-    unitIva: z.number().int(),
+    unitPrice: minorUnits('List price per ticket', 85000),
+    unitServiceFee: minorUnits('Service fee per ticket the buyer pays, seating surcharge included', 8500),
+    unitIva: minorUnits('IVA (19 %) on unitServiceFee', 1615),
     seats: z.array(z.string()).nullable(),
   })
   .meta({ id: 'SaleItem' });
@@ -41,11 +51,7 @@ export const SaleSchema = z
     reference: z.string(),
     status: z.enum(SALE_STATUSES),
     channel: z.string(),
-    subtotal: z.number().int(),
-    discountAmount: z.number().int(),
-    serviceFee: z.number().int(),
-    iva: z.number().int(),
-    total: z.number().int(),
+    ...SALE_AMOUNTS,
     currency: z.string(),
     buyerName: z.string(),
     buyerEmail: z.string().meta({

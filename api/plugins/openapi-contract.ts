@@ -1,9 +1,13 @@
+import { STATUS_CODES } from 'node:http';
+
 /**
  * What every operation of the contract shares, added to the generated OpenAPI documents in one place instead of on
  * each route: the error responses of part 7 (one `Error` schema, the statuses that apply to the operation, an
  * example each), the credentials of part 5 (organizer key, buyer session, none), and the headers that steer a
  * request (X-Workspace-Id, Idempotency-Key, X-Purchase-Session, X-Queue-Token). Outgoing webhooks (part 6) are
- * documented as OpenAPI 3.1 `webhooks`.
+ * documented as OpenAPI 3.1 `webhooks`. Each operation gets a stable operationId, and each document keeps only the
+ * component schemas its own operations use. test/integration/openapi-lint.test.ts holds both documents to Redocly's
+ * recommended ruleset, and every test's responses are checked against them (test/support/openapi-responses.ts).
  */
 
 type JsonObject = Record<string, unknown>;
@@ -11,6 +15,7 @@ type JsonObject = Record<string, unknown>;
 interface Operation {
   responses?: Record<string, unknown>;
   parameters?: Array<{ name: string; in: string }>;
+  operationId?: string;
   security?: Array<Record<string, string[]>>;
   [key: string]: unknown;
 }
@@ -66,6 +71,18 @@ const ERROR_EXAMPLES: Record<string, { description: string; code: string; messag
     message: 'This operation is not possible in the current state',
     details: { reason: 'example_reason' },
   },
+  '413': {
+    description: 'The request body exceeds the size limit',
+    code: 'PAYLOAD_TOO_LARGE',
+    message: 'The request body exceeds the size limit',
+    details: null,
+  },
+  '415': {
+    description: 'The request body is not JSON',
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+    message: 'Unsupported Content-Type: send application/json',
+    details: null,
+  },
   '422': {
     description: 'Body or parameter validation failed',
     code: 'VALIDATION_FAILED',
@@ -92,6 +109,13 @@ const ERROR_EXAMPLES: Record<string, { description: string; code: string; messag
   },
 };
 
+const SIGN_IN_CODE_REJECTED = {
+  description: 'The sign-in code is wrong, expired or already used',
+  code: 'UNAUTHENTICATED',
+  message: 'The code is wrong, expired or already used; request a new one',
+  details: null,
+};
+
 type Kind = 'organizer' | 'customer' | 'customer-auth' | 'public';
 
 function kindOf(surface: Surface, path: string): Kind {
@@ -101,13 +125,20 @@ function kindOf(surface: Surface, path: string): Kind {
   return 'organizer';
 }
 
+/** A body that names another resource by id (`eventDateId`, `items[].ticketTypeId`) may name a missing one. */
+const bodyNamesResource = (operation: Operation): boolean =>
+  /"[a-z][A-Za-z]*Id":\{/.test(JSON.stringify(operation.requestBody ?? null));
+
 /** The statuses of part 7.2 that an operation can answer, from who calls it and what it does. */
-function errorStatuses(kind: Kind, method: string, path: string): string[] {
+function errorStatuses(kind: Kind, method: string, path: string, operation: Operation): string[] {
   const mutates = method !== 'get' && method !== 'head';
   const statuses = new Set<string>(['422', '429', '503']);
   if (kind !== 'public' && kind !== 'customer-auth') statuses.add('401').add('403');
-  if (path.includes('{')) statuses.add('404');
-  if (mutates) statuses.add('400').add('409');
+  // Signing in needs no credential, but a wrong or expired sign-in code is one.
+  if (kind === 'customer-auth' && path.endsWith('/verify')) statuses.add('401');
+  if (path.includes('{') || (mutates && bodyNamesResource(operation))) statuses.add('404');
+  // Every request body goes through the JSON parser and its size limit before the route sees it.
+  if (mutates) statuses.add('400').add('409').add('413').add('415');
   if (kind === 'public' && mutates) statuses.add('401').add('502');
   if (kind === 'customer' && mutates) statuses.add('502');
   return [...statuses].sort();
@@ -155,8 +186,85 @@ function securityFor(kind: Kind, path: string): Array<Record<string, string[]>> 
       { customerSession: [], headerApiKey: [] },
     ];
   }
-  if (kind === 'public' && path.endsWith('/orders')) return [{}, { customerSession: [] }, { buyerSessionCookie: [] }];
+  if (kind === 'public') {
+    // Said explicitly (an empty list): the public document has no document-wide credential to fall back on.
+    return path.endsWith('/orders') ? [{}, { customerSession: [] }, { buyerSessionCookie: [] }] : [];
+  }
   return null;
+}
+
+const pascal = (text: string): string =>
+  text
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((word) => word[0]!.toUpperCase() + word.slice(1))
+    .join('');
+
+/**
+ * A stable operationId from the method and path (`GET /sales/{id}/tickets` → `getSalesByIdTickets`), for client
+ * generators' method names: it changes only when the path does, which is a breaking change anyway.
+ */
+function operationIdFor(method: string, path: string): string {
+  const words = path
+    .split('/')
+    .filter(Boolean)
+    .map((segment) => {
+      const parameter = /^\{(.+)\}$/.exec(segment)?.[1];
+      return parameter ? `By${pascal(parameter)}` : pascal(segment);
+    });
+  return `${method.toLowerCase()}${words.join('')}`;
+}
+
+const SCHEMA_REF = /"\$ref":"#\/components\/schemas\/([^"]+)"/g;
+const schemaRefs = (value: unknown): string[] =>
+  [...JSON.stringify(value ?? null).matchAll(SCHEMA_REF)].map((match) => match[1]!);
+
+/** Rewrites every `$ref` to a component schema through `rename` (a deep copy; only the refs change). */
+function renameSchemaRefs<T>(value: T, rename: (name: string) => string): T {
+  return JSON.parse(
+    JSON.stringify(value).replace(
+      SCHEMA_REF,
+      (_match, name: string) => `"$ref":"#/components/schemas/${rename(name)}"`,
+    ),
+  ) as T;
+}
+
+/**
+ * Keeps only the component schemas the document's operations and webhooks reach, after folding each `…Input`
+ * variant into its output schema when the two are the same. The zod type provider emits an input and an output
+ * variant of every schema registered anywhere in the process, for both surfaces; without this each document would
+ * carry every schema of the service twice, organizer-only ones included in the public document.
+ */
+function pruneSchemas(doc: JsonObject & { components: { schemas?: JsonObject } }): void {
+  const schemas = doc.components.schemas ?? {};
+  const outputOf = (name: string) => (name.endsWith('Input') ? name.slice(0, -'Input'.length) : name);
+  const alias = new Map<string, string>();
+  for (const name of Object.keys(schemas)) {
+    const output = outputOf(name);
+    if (output === name || !(output in schemas)) continue;
+    const same =
+      JSON.stringify(renameSchemaRefs(schemas[name], outputOf)) ===
+      JSON.stringify(renameSchemaRefs(schemas[output], outputOf));
+    if (same) alias.set(name, output);
+  }
+  const rename = (name: string) => alias.get(name) ?? name;
+  const { schemas: _all, ...otherComponents } = doc.components;
+  const roots = renameSchemaRefs({ paths: doc.paths, webhooks: doc.webhooks, components: otherComponents }, rename);
+  doc.paths = roots.paths;
+  if (roots.webhooks) doc.webhooks = roots.webhooks;
+  const reached = new Set<string>();
+  const queue = schemaRefs(roots);
+  while (queue.length) {
+    const name = queue.pop()!;
+    if (reached.has(name) || !(name in schemas)) continue;
+    reached.add(name);
+    queue.push(...schemaRefs(schemas[name]).map(rename));
+  }
+  doc.components.schemas = Object.fromEntries(
+    Object.keys(schemas)
+      .filter((name) => reached.has(name))
+      .map((name) => [name, renameSchemaRefs(schemas[name], rename)]),
+  );
 }
 
 const WEBHOOK_SIGNATURE =
@@ -167,6 +275,7 @@ function saleEventWebhook(event: string, extra: JsonObject, description: string)
   return {
     post: {
       summary: event,
+      operationId: `on${pascal(event)}`,
       description: `${description} ${WEBHOOK_SIGNATURE}`,
       parameters: [header('X-Ticketing-Signature', 'hex HMAC-SHA256 of the raw body', true)],
       requestBody: {
@@ -198,9 +307,18 @@ function saleEventWebhook(event: string, extra: JsonObject, description: string)
   };
 }
 
+const MONEY_NOTE =
+  "Money: every amount is an integer in the currency's minor unit, never a decimal. COP has no minor unit here, " +
+  'so 85000 is COP 85.000; USD 1250 would be USD 12.50. Fields say so: "Integer, minor units".';
+
 /** Adds the shared contract parts to a generated document (in place) and returns it. */
 export function withContractDocs<T extends JsonObject>(document: T, surface: Surface): T {
-  const doc = document as JsonObject & { paths?: Record<string, Record<string, Operation>>; components?: JsonObject };
+  const doc = document as JsonObject & {
+    paths?: Record<string, Record<string, Operation>>;
+    components?: JsonObject;
+    info?: { description?: string };
+  };
+  if (doc.info) doc.info.description = [doc.info.description, MONEY_NOTE].filter(Boolean).join('\n\n');
   doc.components = doc.components ?? {};
   const components = doc.components as { schemas?: JsonObject; securitySchemes?: JsonObject };
   components.schemas = { ...(components.schemas ?? {}), Error: ERROR_SCHEMA };
@@ -235,9 +353,15 @@ export function withContractDocs<T extends JsonObject>(document: T, surface: Sur
       }
       operation.responses = operation.responses ?? {};
       const responses = operation.responses;
-      for (const status of errorStatuses(kind, method, path)) {
+      for (const [status, response] of Object.entries(responses)) {
+        // @fastify/swagger's placeholder says nothing; the status's own name at least says what happened.
+        const described = response as { description?: string };
+        if (described.description === 'Default Response') described.description = STATUS_CODES[status] ?? status;
+      }
+      for (const status of errorStatuses(kind, method, path, operation)) {
         if (responses[status]) continue;
-        const example = ERROR_EXAMPLES[status]!;
+        const example =
+          (kind === 'customer-auth' && status === '401' ? SIGN_IN_CODE_REJECTED : undefined) ?? ERROR_EXAMPLES[status]!;
         responses[status] = {
           description: example.description,
           content: {
@@ -262,6 +386,7 @@ export function withContractDocs<T extends JsonObject>(document: T, surface: Sur
       if (extra.length) operation.parameters = [...(operation.parameters ?? []), ...extra];
       const security = securityFor(kind, path);
       if (security) operation.security = security;
+      operation.operationId = operation.operationId ?? operationIdFor(method, path);
     }
   }
   if (surface === 'organizer') {
@@ -282,5 +407,6 @@ export function withContractDocs<T extends JsonObject>(document: T, surface: Sur
       ),
     };
   }
+  pruneSchemas(doc as JsonObject & { components: { schemas?: JsonObject } });
   return document;
 }

@@ -109,6 +109,8 @@ describe('OpenAPI documents generated from the zod schemas', () => {
           }
           if (path.includes('{')) expect(statuses).toContain('404');
           if (method === 'post') expect(statuses).toContain('409');
+          // Any body passes the JSON parser and its size limit first.
+          if (method !== 'get') expect(statuses).toEqual(expect.arrayContaining(['413', '415']));
         }
       }
     }
@@ -118,6 +120,13 @@ describe('OpenAPI documents generated from the zod schemas', () => {
     const names = (operation: { parameters?: Array<{ name: string }> }) =>
       (operation.parameters ?? []).map((p) => p.name);
     expect(names(refund)).toEqual(expect.arrayContaining(['X-Workspace-Id', 'Idempotency-Key']));
+    // A body naming another resource by id can name a missing one; a body that names none cannot 404.
+    expect(Object.keys(organizerDoc.paths['/customer/orders'].post.responses)).toContain('404');
+    expect(Object.keys(publicDoc.paths['/orders'].post.responses)).toContain('404');
+    expect(Object.keys(organizerDoc.paths['/workspaces'].post.responses)).not.toContain('404');
+    // Sign-in takes no credential, but a wrong code is answered 401.
+    expect(Object.keys(organizerDoc.paths['/customer/auth/verify'].post.responses)).toContain('401');
+    expect(Object.keys(organizerDoc.paths['/customer/auth/request'].post.responses)).not.toContain('401');
   });
 
   test('credentials per surface: organizer key, buyer session (key optional), none for sign-in; webhooks documented', async () => {
@@ -139,6 +148,7 @@ describe('OpenAPI documents generated from the zod schemas', () => {
     expect(publicDoc.paths['/orders'].post.security).toEqual(
       expect.arrayContaining([{}, { customerSession: [] }, { buyerSessionCookie: [] }]),
     );
+    expect(publicDoc.paths['/events'].get.security).toEqual([]); // said outright: no credential at all
     expect(publicDoc.webhooks).toBeUndefined();
     const confirmed = organizerDoc.webhooks['sale.confirmed'].post;
     expect(confirmed.parameters[0].name).toBe('X-Ticketing-Signature');

@@ -12,6 +12,7 @@ import { createRedis } from '../../config/redis.js';
 import { connectTemporalClient } from '../../config/temporal.js';
 import { initOrm } from '../../entities/orm.js';
 import { GatewayAClient } from '../../integrations/gateway-a/client.js';
+import { watchDocumentedResponses } from './openapi-responses.js';
 
 export interface TestApi {
   app: FastifyInstance;
@@ -40,13 +41,19 @@ export async function startTestApi(overrides: Partial<Record<string, string>> = 
   const app = await buildApp(services, {
     logger: process.env.TEST_API_LOG ? { level: process.env.TEST_API_LOG } : false,
   });
+  // Every response a test gets through `request` must be one the API's OpenAPI documents describe.
+  const checkDocumented = watchDocumentedResponses(app);
   await app.ready();
   return {
     app,
     services,
     orm,
     env,
-    request: (options) => app.inject(options),
+    async request(options) {
+      const response = await app.inject(options);
+      checkDocumented(response);
+      return response;
+    },
     async close() {
       await app.close();
       await (connection as Connection).close();

@@ -26,6 +26,7 @@ import {
   signupUpdate,
 } from '../../../workflows/membership-definitions.js';
 import { dataOf } from '../../http/envelope.js';
+import { minorUnits } from '../../http/money.js';
 import { customerAccess } from '../../http/route-access.js';
 import { isoOrNull } from '../../http/schemas.js';
 import { refusalError } from '../../http/workflow-refusals.js';
@@ -120,7 +121,7 @@ export const CustomerMembershipSchema = z
     since: z.string().nullable().meta({ description: 'When the buyer first became a member' }),
     currentPeriodStart: z.string().nullable(),
     currentPeriodEnd: z.string().nullable(),
-    periodPrice: z.number().int().nullable().meta({ description: 'Price paid for the current period, minor units' }),
+    periodPrice: minorUnits('Price paid for the current period', 120000).nullable(),
     currency: z.string(),
     benefits: BenefitsSchema.nullable().meta({ description: 'Benefits frozen for the current period' }),
     cancelledAt: z.string().nullable(),
@@ -130,7 +131,7 @@ export const CustomerMembershipSchema = z
       .object({
         periodNumber: z.number().int(),
         reference: z.string().meta({ description: 'MB- reference the gateway shows for this payment' }),
-        amount: z.number().int(),
+        amount: minorUnits('Amount of this payment request', 120000),
         currency: z.string(),
         checkoutUrl: z.string().nullable(),
         expiresAt: z.string().nullable(),
@@ -147,7 +148,7 @@ const SignupCreatedSchema = z
     status: z.enum(['PENDING', 'ACTIVE']),
     checkoutUrl: z.string().nullable().meta({ description: 'Gateway A checkout (card or PSE); open it in a browser' }),
     expiresAt: z.string().nullable(),
-    amount: z.number().int(),
+    amount: minorUnits('Price of the first period, to pay at checkoutUrl', 120000),
     currency: z.string(),
   })
   .meta({ id: 'MembershipSignup' });

@@ -20,6 +20,7 @@ import type { IVenue } from '../../../entities/venue.js';
 import type { IWorkspace } from '../../../entities/workspace.js';
 import type { SeatMapObjectInfo } from '../../../integrations/seatmap/client.js';
 import { dataOf, listOf } from '../../http/envelope.js';
+import { minorUnits } from '../../http/money.js';
 import { decodeCursor, encodeCursor, PageQuerySchema } from '../../http/pagination.js';
 import { publicAccess } from '../../http/route-access.js';
 import { isoOrNull } from '../../http/schemas.js';
@@ -59,15 +60,11 @@ export const PublicEventSummarySchema = z
     nextDate: PublicNextDateSchema.nullable().meta({
       description: 'Earliest upcoming date whose sales have not ended; null when none is left',
     }),
-    priceFrom: z
-      .number()
-      .int()
-      .nullable()
-      .meta({
-        description:
-          'Lowest buyerTotal (price + buyer fee + IVA, minor units) among the ticket types of those dates open to ' +
-          'every buyer (members-only types excluded); null when there is none',
-      }),
+    priceFrom: minorUnits(
+      'Lowest buyerTotal (price + buyer fee + IVA) among the ticket types of those dates open to every buyer ' +
+        '(members-only types excluded); null when there is none',
+      95115,
+    ).nullable(),
     currency: z.string(),
     salesMode: z.enum(SALES_MODES).meta({ description: 'EXTERNAL events are listed here but sold elsewhere' }),
     externalSalesUrl: z.string().nullable().meta({ description: 'Where an EXTERNAL event is sold' }),
@@ -105,18 +102,16 @@ const PublicSeatSchema = z
 const PublicMemberQuoteSchema = z
   .object({
     discountPercent: z.number().meta({ description: "The member's plan discount for the current period, 0–100" }),
-    discountPerTicket: z.number().int().meta({
-      description: 'Taken off the list price of each ticket (rounded half up per ticket); never off fees or IVA',
-    }),
-    buyerTotal: z
-      .number()
-      .int()
-      .meta({
-        description:
-          'Final price per unit for this member: price − discountPerTicket + buyerServiceFee + iva (0 when the ' +
-          'discounted price is 0). Checkout charges quantity × this, unless a discount code takes more off the order ' +
-          '(member and code discounts never stack; the larger one applies).',
-      }),
+    discountPerTicket: minorUnits(
+      'Taken off the list price of each ticket (rounded half up per ticket); never off fees or IVA',
+      8500,
+    ),
+    buyerTotal: minorUnits(
+      'Final price per unit for this member: price − discountPerTicket + buyerServiceFee + iva (0 when the ' +
+        'discounted price is 0). Checkout charges quantity × this, unless a discount code takes more off the order ' +
+        '(member and code discounts never stack; the larger one applies)',
+      86615,
+    ),
   })
   .meta({ id: 'PublicMemberQuote' });
 
@@ -125,18 +120,20 @@ export const PublicTicketTypeSchema = z
     id: z.string(),
     name: z.string(),
     description: z.string().nullable(),
-    price: z.number().int().meta({ description: 'Base (list) price, minor units' }),
-    buyerServiceFee: z.number().int().meta({
-      description:
-        'Fee paid by the buyer, seating surcharge included; 0 when the organizer absorbs the fee and the type is not numbered',
-    }),
-    seatingSurcharge: z.number().int().meta({
-      description: 'Flat per-seat surcharge of numbered types; already included in buyerServiceFee and buyerTotal',
-    }),
-    iva: z.number().int().meta({ description: 'VAT (19 %) on buyerServiceFee' }),
-    buyerTotal: z.number().int().meta({
-      description: 'Final price per unit = price + buyerServiceFee + iva; what checkout charges, so quote this',
-    }),
+    price: minorUnits('Base (list) price', 85000),
+    buyerServiceFee: minorUnits(
+      'Fee paid by the buyer, seating surcharge included; 0 when the organizer absorbs the fee and the type is not numbered',
+      8500,
+    ),
+    seatingSurcharge: minorUnits(
+      'Flat per-seat surcharge of numbered types; already included in buyerServiceFee and buyerTotal',
+      0,
+    ),
+    iva: minorUnits('VAT (19 %) on buyerServiceFee', 1615),
+    buyerTotal: minorUnits(
+      'Final price per unit = price + buyerServiceFee + iva; what checkout charges, so quote this',
+      95115,
+    ),
     seatsioCategoryKey: z.string().nullable().meta({ description: 'Non-null means the type is numbered' }),
     availableSeats: z
       .array(PublicSeatSchema)

@@ -12,6 +12,7 @@ import {
   SUBSCRIPTION_STATUSES,
 } from '../../../entities/membership-subscription.js';
 import { dataOf, listOf } from '../../http/envelope.js';
+import { minorUnits } from '../../http/money.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import { IdParamSchema, isoOrNull } from '../../http/schemas.js';
@@ -30,7 +31,7 @@ export const MembershipPlanSchema = z
     id: z.string(),
     name: z.string(),
     description: z.string().nullable(),
-    price: z.number().int().meta({ description: 'Price per period, minor units' }),
+    price: minorUnits('Price per period', 120000),
     currency: z.string(),
     period: z.enum(MEMBERSHIP_PERIODS),
     benefits: BenefitsSchema,
@@ -64,7 +65,7 @@ const BenefitsInput = z.object({ membersOnlyAccess: z.boolean(), discountPercent
 const PlanFields = z.object({
   name: z.string().trim().min(1).max(160),
   description: z.string().max(5000).nullable(),
-  price: z.number().int().min(0).max(1_000_000_000_000).meta({ description: 'Minor units of the workspace currency' }),
+  price: minorUnits('Price per period, in the workspace currency', 120000).min(0).max(1_000_000_000_000),
   period: z.enum(MEMBERSHIP_PERIODS),
   benefits: BenefitsInput,
   active: z.boolean(),

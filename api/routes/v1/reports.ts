@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { dataOf, listOf, type Page } from '../../http/envelope.js';
+import { minorUnits } from '../../http/money.js';
 import { decodeCursor, encodeCursor, PageQuerySchema } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import { activeWorkspace } from '../../plugins/auth.js';
@@ -46,12 +47,12 @@ import {
 
 const RevenueSchema = z
   .object({
-    gross: z.number().int(),
-    discounts: z.number().int(),
-    serviceFees: z.number().int(),
-    iva: z.number().int(),
-    collected: z.number().int(),
-    organizerServiceFees: z.number().int(),
+    gross: minorUnits('Ticket revenue: list price minus discounts', 1530000),
+    discounts: minorUnits('Taken off by discount codes and memberships', 170000),
+    serviceFees: minorUnits('Service fees the buyers paid', 170000),
+    iva: minorUnits('IVA on the service fees the buyers paid', 32300),
+    collected: minorUnits('What the buyers paid: gross + serviceFees + iva', 1732300),
+    organizerServiceFees: minorUnits('Service fees the organizer absorbs (deducted from the settlement)', 25500),
   })
   .meta({ id: 'ReportRevenue', description: 'Money of CONFIRMED sales, minor units, as stored at sale time' });
 
@@ -69,9 +70,13 @@ const SummarySchema = z
       abandoned: z.number().int(),
       cancelled: z.number().int(),
       refunded: z.number().int(),
-      refundedAmount: z.number().int(),
+      refundedAmount: minorUnits('Money of the refunded sales', 173230),
     }),
-    memberships: z.object({ active: z.number().int(), newInPeriod: z.number().int(), revenue: z.number().int() }),
+    memberships: z.object({
+      active: z.number().int(),
+      newInPeriod: z.number().int(),
+      revenue: minorUnits('Membership payments received in the period', 360000),
+    }),
   })
   .meta({ id: 'ReportSummary' });
 
@@ -127,18 +132,18 @@ const FinancialsRowSchema = z
     currency: z.string().nullable(),
     salesCount: z.number().int(),
     unitsSold: z.number().int(),
-    listSubtotal: z.number().int(),
-    discounts: z.number().int(),
-    gross: z.number().int(),
-    buyerServiceFees: z.number().int(),
-    buyerIva: z.number().int(),
-    collected: z.number().int(),
-    organizerServiceFee: z.number().int(),
-    organizerIva: z.number().int(),
-    gatewayCosts: z.number().int(),
-    costs: z.number().int(),
-    collectedByOrganizer: z.number().int(),
-    netPayable: z.number().int(),
+    listSubtotal: minorUnits('Tickets at list price', 1700000),
+    discounts: minorUnits('Taken off by discount codes and memberships', 170000),
+    gross: minorUnits('Ticket revenue: listSubtotal − discounts', 1530000),
+    buyerServiceFees: minorUnits('Service fees the buyers paid (the platform keeps them)', 170000),
+    buyerIva: minorUnits('IVA on buyerServiceFees', 32300),
+    collected: minorUnits('What the buyers paid: gross + buyerServiceFees + buyerIva', 1732300),
+    organizerServiceFee: minorUnits('Service fees the organizer absorbs', 25500),
+    organizerIva: minorUnits('IVA on organizerServiceFee', 4845),
+    gatewayCosts: minorUnits("The payment gateways' costs", 52000),
+    costs: minorUnits('organizerServiceFee + organizerIva + gatewayCosts', 82345),
+    collectedByOrganizer: minorUnits('What buyers paid the organizer directly (box office), deducted', 0),
+    netPayable: minorUnits('gross − costs − collectedByOrganizer; negative means the organizer owes', 1447655),
   })
   .meta({ id: 'ReportFinancialsRow', description: 'Per event date, the figures its settlement statement shows' });
 
@@ -152,14 +157,17 @@ const ReconciliationRowSchema = z
     paymentRef: z.string().nullable(),
     createdAt: z.string(),
     confirmedAt: z.string().nullable(),
-    total: z.number().int(),
-    confirmedAmount: z.number().int(),
+    total: minorUnits("The sale's total", 173230),
+    confirmedAmount: minorUnits("The sale's total when it is CONFIRMED (any channel), else 0", 173230),
     approvedPayments: z.number().int(),
-    charged: z.number().int(),
-    refunded: z.number().int(),
-    refundsPending: z.number().int(),
-    expectedAtGateway: z.number().int(),
-    netAtGateway: z.number().int(),
+    charged: minorUnits('Sum of the distinct payments the gateways approved', 173230),
+    refunded: minorUnits('Sum of the refunds the gateways report done', 0),
+    refundsPending: z.number().int().meta({ description: 'Refunds still in flight (a count)' }),
+    expectedAtGateway: minorUnits(
+      'What the organizer keeps at the gateway: the total of a CONFIRMED sale paid there, else 0',
+      173230,
+    ),
+    netAtGateway: minorUnits('charged − refunded', 173230),
     mismatch: z.boolean(),
     mismatchReason: z.enum(MISMATCH_REASONS).nullable(),
   })
@@ -169,12 +177,12 @@ const ReconciliationSchema = z
   .object({
     totals: z.object({
       sales: z.number().int(),
-      confirmedAmount: z.number().int(),
-      charged: z.number().int(),
-      refunded: z.number().int(),
-      refundsPending: z.number().int(),
-      expectedAtGateway: z.number().int(),
-      netAtGateway: z.number().int(),
+      confirmedAmount: minorUnits('Sum of the confirmedAmount of the rows', 15590700),
+      charged: minorUnits('Sum of charged', 15763930),
+      refunded: minorUnits('Sum of refunded', 173230),
+      refundsPending: z.number().int().meta({ description: 'Refunds still in flight (a count)' }),
+      expectedAtGateway: minorUnits('Sum of expectedAtGateway', 15590700),
+      netAtGateway: minorUnits('Sum of netAtGateway', 15590700),
       mismatches: z.number().int(),
     }),
     rows: z.array(ReconciliationRowSchema),
@@ -182,14 +190,20 @@ const ReconciliationSchema = z
   .meta({ id: 'ReportReconciliation' });
 
 /** Describes the export rows for the OpenAPI document; the rows themselves are streamed, not serialized here. */
-const rowSchema = (id: string, columns: ReadonlyArray<readonly [string, ExportColumnKind]>) => {
+const rowSchema = (
+  id: string,
+  columns: ReadonlyArray<readonly [string, ExportColumnKind]>,
+  described: Record<string, z.ZodType> = {},
+) => {
   const kinds: Record<ExportColumnKind, z.ZodType> = {
     text: z.string().nullable(),
     number: z.number().int(),
     boolean: z.boolean(),
     time: z.string().nullable(),
   };
-  return z.object(Object.fromEntries(columns.map(([name, kind]) => [name, kinds[kind]]))).meta({ id });
+  return z
+    .object(Object.fromEntries(columns.map(([name, kind]) => [name, described[name] ?? kinds[kind]])))
+    .meta({ id });
 };
 
 const TimeseriesQuery = z.object({ ...RANGE_SHAPE, interval: z.enum(BUCKETS).default('day') }).superRefine(checkRange);
@@ -202,6 +216,15 @@ const ReconciliationExportQuery = z
   .superRefine(checkRange);
 
 const EXPORT_HEADERS = 'X-Export-Truncated (true when more than 5000 rows matched) and X-Export-Row-Limit';
+
+/** An export answers the list envelope as JSON or the same rows as CSV, as `format` or Accept asks. */
+const exportResponse = (json: z.ZodType) => ({
+  description: 'The rows, as JSON (list envelope) or CSV (header row first, same columns)',
+  content: {
+    'application/json': { schema: json },
+    'text/csv': { schema: z.string().meta({ description: 'UTF-8 CSV with a byte order mark' }) },
+  },
+});
 
 // ------------------------------------------------------------------------------------------------ helpers
 
@@ -373,7 +396,7 @@ export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'The reconciliation as CSV (format=json for JSON), at most 5000 rows',
         description: EXPORT_HEADERS,
         querystring: ReconciliationExportQuery,
-        response: { 200: listOf(ReconciliationRowSchema) },
+        response: { 200: exportResponse(listOf(ReconciliationRowSchema)) },
       },
     },
     async (request, reply) => {
@@ -392,7 +415,7 @@ export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'One row per ticket, filtered by event, date, ticket type and check-in; JSON or CSV; max 5000',
         description: EXPORT_HEADERS,
         querystring: AttendeesQuery,
-        response: { 200: listOf(rowSchema('ExportAttendee', ATTENDEE_COLUMNS)) },
+        response: { 200: exportResponse(listOf(rowSchema('ExportAttendee', ATTENDEE_COLUMNS))) },
       },
     },
     async (request, reply) => {
@@ -410,7 +433,15 @@ export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'One row per buyer email of the filtered sales (CONFIRMED by default); JSON or CSV; max 5000',
         description: EXPORT_HEADERS,
         querystring: BuyersQuery,
-        response: { 200: listOf(rowSchema('ExportBuyer', BUYER_COLUMNS)) },
+        response: {
+          200: exportResponse(
+            listOf(
+              rowSchema('ExportBuyer', BUYER_COLUMNS, {
+                totalSpent: minorUnits("Sum of the totals of the buyer's sales", 346460),
+              }),
+            ),
+          ),
+        },
       },
     },
     async (request, reply) => {
@@ -428,7 +459,7 @@ export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Membership subscribers (ExportSubscriber); JSON or CSV; max 5000',
         description: EXPORT_HEADERS,
         querystring: SubscribersQuery,
-        response: { 200: listOf(rowSchema('ExportSubscriber', SUBSCRIBER_COLUMNS)) },
+        response: { 200: exportResponse(listOf(rowSchema('ExportSubscriber', SUBSCRIBER_COLUMNS))) },
       },
     },
     async (request, reply) => {

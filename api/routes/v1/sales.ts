@@ -7,6 +7,7 @@ import { PaymentAttempt, Sale } from '../../../entities/index.js';
 import { SALE_CHANNELS } from '../../../entities/sale.js';
 import { reserveThroughCheckout } from '../../http/checkout.js';
 import { dataOf, listOf, type Page } from '../../http/envelope.js';
+import { minorUnits } from '../../http/money.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import {
@@ -41,7 +42,7 @@ const PaymentAttemptSchema = z
     providerPaymentId: z.string().nullable(),
     status: z.string().nullable(),
     statusDetail: z.string().nullable(),
-    amount: z.number().int().nullable(),
+    amount: minorUnits('Amount the gateway charged or refunded in this attempt', 173230).nullable(),
     note: z.string().nullable(),
     createdAt: z.string(),
   })

@@ -12,11 +12,20 @@ import { notFound } from '../../../domain/errors.js';
 import { isUuid } from '../../../entities/ids.js';
 import { Settlement } from '../../../entities/index.js';
 import { type ISettlement, VISIBLE_SETTLEMENT_STATUSES } from '../../../entities/settlement.js';
-import { PROOF_FILE_NAME_PATTERN } from '../../../workflows/settlement-definitions.js';
+import { PROOF_CONTENT_TYPES, PROOF_FILE_NAME_PATTERN } from '../../../workflows/settlement-definitions.js';
 import { dataOf, listOf } from '../../http/envelope.js';
+import { minorUnits } from '../../http/money.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import { IdParamSchema, isoOrNull } from '../../http/schemas.js';
+
+/** A stored file sent back byte for byte (a stream), documented per media type it can have. */
+const fileResponse = (description: string, mediaTypes: readonly string[]) => ({
+  description,
+  content: Object.fromEntries(
+    mediaTypes.map((mediaType) => [mediaType, { schema: z.unknown().meta({ contentMediaType: mediaType }) }]),
+  ),
+});
 
 export const SettlementSchema = z
   .object({
@@ -24,8 +33,11 @@ export const SettlementSchema = z
     reference: z.string(),
     label: z.string(),
     status: z.enum(VISIBLE_SETTLEMENT_STATUSES),
-    amount: z.number().int().meta({ description: 'Net payable in minor units; negative means the organizer owes' }),
-    grossAmount: z.number().int().nullable(),
+    amount: minorUnits('Net payable; negative means the organizer owes', 1447655),
+    grossAmount: minorUnits(
+      'Ticket revenue (list price minus discounts) the amount is computed from',
+      1530000,
+    ).nullable(),
     unitsSold: z.number().int().nullable(),
     currency: z.string(),
     notes: z.string().nullable(),
@@ -177,6 +189,7 @@ export const settlementRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['settlements'],
         summary: 'The settlement statement (application/pdf)',
         params: IdParamSchema,
+        response: { 200: fileResponse('The statement, as an attachment', ['application/pdf']) },
       },
     },
     async (request, reply) => {
@@ -200,6 +213,7 @@ export const settlementRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['settlements'],
         summary: 'A bank transfer proof of this settlement, by its exact file name',
         params: ProofParams,
+        response: { 200: fileResponse('The proof as uploaded, as an attachment', PROOF_CONTENT_TYPES) },
       },
     },
     async (request, reply) => {

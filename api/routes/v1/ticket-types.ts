@@ -9,6 +9,7 @@ import { Event, EventDate, TicketType, Workspace } from '../../../entities/index
 import { adjustCapacity, createStock, type StockLevels, stockLevels } from '../../../entities/stock.js';
 import type { ITicketType } from '../../../entities/ticket-type.js';
 import { dataOf, listOf } from '../../http/envelope.js';
+import { minorUnits } from '../../http/money.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import { IdParamSchema, IsoDateTimeSchema, isoOrNull } from '../../http/schemas.js';
@@ -24,7 +25,7 @@ export const TicketTypeSchema = z
     eventDateId: z.string(),
     name: z.string(),
     description: z.string().nullable(),
-    price: z.number().int().meta({ description: 'List price per ticket, minor units' }),
+    price: minorUnits('List price per ticket', 85000),
     currency: z.string().meta({ description: "The workspace's currency" }),
     capacity: z.number().int(),
     maxPerOrder: z.number().int(),
@@ -35,29 +36,28 @@ export const TicketTypeSchema = z
     seatMapCategoryKey: z.string().nullable(),
     feeAbsorbedByOrganizer: z.boolean(),
     serviceFeeBps: z.number().int().nullable().meta({ description: 'Override of the workspace fee; null inherits' }),
-    serviceFeeFixed: z.number().int().nullable().meta({ description: 'Override of the workspace fee; null inherits' }),
-    seatingSurcharge: z.number().int(),
+    serviceFeeFixed: minorUnits('Fixed part of the service fee per ticket, overriding the workspace fee', 2000)
+      .nullable()
+      .meta({ description: 'Override of the workspace fee; null inherits' }),
+    seatingSurcharge: minorUnits('Flat per-seat surcharge of numbered types; 0 for general admission', 5000),
     sortOrder: z.number().int(),
     sold: z.number().int().meta({ description: 'Units held by CONFIRMED sales' }),
     reserved: z.number().int().meta({ description: 'Units held by PENDING sales' }),
     available: z.number().int().meta({ description: 'capacity − sold − reserved' }),
-    buyerServiceFee: z
-      .number()
-      .int()
-      .meta({ description: 'Fee the buyer pays per ticket, seating surcharge included' }),
-    iva: z.number().int().meta({ description: 'IVA (19 %) on buyerServiceFee' }),
-    buyerTotal: z.number().int().meta({ description: 'price + buyerServiceFee + iva: what checkout charges' }),
+    buyerServiceFee: minorUnits('Fee the buyer pays per ticket, seating surcharge included', 8500),
+    iva: minorUnits('IVA (19 %) on buyerServiceFee', 1615),
+    buyerTotal: minorUnits('price + buyerServiceFee + iva: what checkout charges', 95115),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
   .meta({ id: 'TicketType' });
 
-const Amount = z.number().int().min(0).max(MAX_AMOUNT);
+const Amount = (description: string, example: number) => minorUnits(description, example).min(0).max(MAX_AMOUNT);
 
 const TicketTypeFields = z.object({
   name: z.string().trim().min(1).max(160),
   description: z.string().max(5000).nullable(),
-  price: Amount.meta({ description: 'Minor units of the workspace currency' }),
+  price: Amount('List price per ticket, in the workspace currency', 85000),
   capacity: z.number().int().min(0).max(MAX_CAPACITY),
   maxPerOrder: z.number().int().min(1).max(30),
   membersOnly: z.boolean(),
@@ -66,8 +66,8 @@ const TicketTypeFields = z.object({
   seatMapCategoryKey: z.string().trim().min(1).max(120).nullable(),
   feeAbsorbedByOrganizer: z.boolean(),
   serviceFeeBps: z.number().int().min(0).max(10_000).nullable(),
-  serviceFeeFixed: Amount.nullable(),
-  seatingSurcharge: Amount,
+  serviceFeeFixed: Amount('Fixed service fee per ticket, overriding the workspace fee; null inherits', 2000).nullable(),
+  seatingSurcharge: Amount('Flat per-seat surcharge of numbered types', 5000),
   sortOrder: z.number().int().min(-1_000_000).max(1_000_000),
 });
 
