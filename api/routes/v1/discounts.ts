@@ -3,9 +3,11 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError, notFound } from '../../../domain/errors.js';
+import { invalidField } from '../../../domain/field-errors.js';
 import { DISCOUNT_TYPES, type IDiscount } from '../../../entities/discount.js';
 import { isUuid, newId } from '../../../entities/ids.js';
 import { Discount, Event } from '../../../entities/index.js';
+import { dateOrNull, patchedDate } from '../../http/dates.js';
 import { dataOf, listOf } from '../../http/envelope.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
@@ -81,29 +83,24 @@ const toDiscount = (discount: IDiscount) => ({
   createdAt: discount.createdAt.toISOString(),
 });
 
-const invalid = (field: string, message: string): AppError =>
-  new AppError('VALIDATION_FAILED', `${field}: ${message}`, { details: { fields: [{ field, message }] } });
-
-const toDate = (value: string | null | undefined): Date | null => (value ? new Date(value) : null);
-
 function assertValue(type: IDiscount['type'], value: number): void {
   if (type === 'PERCENT') {
-    if (value > 100) throw invalid('body.value', 'a PERCENT discount is more than 0 and at most 100');
+    if (value > 100) throw invalidField('body.value', 'a PERCENT discount is more than 0 and at most 100');
     if (Math.round(value * 100) / 100 !== value)
-      throw invalid('body.value', 'a PERCENT discount has at most two decimals');
+      throw invalidField('body.value', 'a PERCENT discount has at most two decimals');
     return;
   }
-  if (!Number.isInteger(value)) throw invalid('body.value', 'a FIXED discount is whole minor units');
+  if (!Number.isInteger(value)) throw invalidField('body.value', 'a FIXED discount is whole minor units');
 }
 
 function assertWindow(startsAt: Date | null, endsAt: Date | null): void {
   if (startsAt && endsAt && endsAt.getTime() <= startsAt.getTime())
-    throw invalid('body.endsAt', 'must be after startsAt');
+    throw invalidField('body.endsAt', 'must be after startsAt');
 }
 
 async function assertEvent(em: EntityManager, eventId: string | null | undefined): Promise<void> {
   if (eventId && !(await em.findOne(Event, { id: eventId }))) {
-    throw invalid('body.eventId', 'no event with this id in your workspace');
+    throw invalidField('body.eventId', 'no event with this id in your workspace');
   }
 }
 
@@ -169,8 +166,8 @@ export const discountRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const workspace = activeWorkspace(request);
       const body = request.body;
-      const startsAt = toDate(body.startsAt);
-      const endsAt = toDate(body.endsAt);
+      const startsAt = dateOrNull(body.startsAt);
+      const endsAt = dateOrNull(body.endsAt);
       assertValue(body.type, body.value);
       assertWindow(startsAt, endsAt);
       const discount = await request.em.transactional(async (tx) => {
@@ -214,8 +211,8 @@ export const discountRoutes: FastifyPluginAsyncZod = async (app) => {
         // Locked, so checkout cannot count a use between the maxUses check and the update.
         const found = await findDiscount(tx, request.params.id, { lock: true });
         assertValue(body.type ?? found.type, body.value ?? found.value);
-        const startsAt = body.startsAt !== undefined ? toDate(body.startsAt) : (found.startsAt ?? null);
-        const endsAt = body.endsAt !== undefined ? toDate(body.endsAt) : (found.endsAt ?? null);
+        const startsAt = patchedDate(body.startsAt, found.startsAt);
+        const endsAt = patchedDate(body.endsAt, found.endsAt);
         assertWindow(startsAt, endsAt);
         if (body.eventId !== undefined) await assertEvent(tx, body.eventId);
         if (body.code !== undefined && body.code !== found.code) {

@@ -1,34 +1,38 @@
-import { type FilterQuery, LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { FilterQuery } from '@mikro-orm/core';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { type ZodIssue, z } from 'zod';
-import { AppError, notFound } from '../../../domain/errors.js';
+import { type FieldProblem, validationFailed } from '../../../domain/field-errors.js';
+import { SLUG_PATTERN } from '../../../domain/slug.js';
 import { EVENT_STATUSES, type IEvent, SALES_MODES } from '../../../entities/event.js';
 import {
   DEFAULT_PAYMENT_WINDOW_MINUTES,
   type IEventDate,
   MIN_PAYMENT_WINDOW_MINUTES,
 } from '../../../entities/event-date.js';
-import { isUuid, newId } from '../../../entities/ids.js';
-import { Event, EventDate, Sale, TicketType, Venue } from '../../../entities/index.js';
-import { SA } from '../../../workflows/definitions.js';
-import type { eventCancellation } from '../../../workflows/event-cancellation.js';
-import { eventCancellationWorkflowId } from '../../../workflows/event-cancellation-definitions.js';
+import { isUuid } from '../../../entities/ids.js';
+import { Event, EventDate } from '../../../entities/index.js';
 import { dataOf, listOf, type Warning } from '../../http/envelope.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import { IdParamSchema, IsoDateTimeSchema, isoOrNull } from '../../http/schemas.js';
-import { seatMapClient, seatMapEventKeyOf } from '../../http/seatmap.js';
+import { likeContains } from '../../http/text.js';
 import { activeWorkspace } from '../../plugins/auth.js';
+import {
+  addEventDates,
+  cancelEvent,
+  createEvent,
+  deleteEvent,
+  deleteEventDate,
+  findEvent,
+  publishEvent,
+  updateEvent,
+  updateEventDate,
+} from '../../services/events.js';
 import type { ApiServices } from '../../services.js';
 import { TimeZoneSchema } from './venues.js';
 
-const SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 const MAX_PAYMENT_WINDOW_MINUTES = 24 * 60;
 const MAX_DATES_PER_REQUEST = 100;
-/** Sales in these states hold the event's inventory or money; rows they point to cannot be deleted. */
-const LIVE_SALE_STATUSES = ['PENDING', 'CONFIRMED'] as const;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Schemas
@@ -99,7 +103,7 @@ const UuidRef = z.string().refine(isUuid, 'must be a UUID');
 
 const EventFields = z.object({
   name: z.string().trim().min(1).max(200),
-  slug: z.string().min(2).max(120).regex(SLUG, 'lowercase letters, digits and single dashes'),
+  slug: z.string().min(2).max(120).regex(SLUG_PATTERN, 'lowercase letters, digits and single dashes'),
   description: z.string().max(20_000).nullable(),
   imageUrl: HttpUrl.nullable(),
   venueId: UuidRef.nullable().meta({ description: 'A venue of the same workspace' }),
@@ -215,135 +219,13 @@ const toEventDate = (date: IEventDate) => ({
   createdAt: date.createdAt.toISOString(),
 });
 
-interface FieldProblem {
-  field: string;
-  message: string;
-}
-
-const validationFailed = (fields: FieldProblem[]): AppError =>
-  new AppError('VALIDATION_FAILED', fields[0] ? `${fields[0].field}: ${fields[0].message}` : 'The request is invalid', {
-    details: { fields },
-  });
-
 const issuesToFields = (issues: readonly ZodIssue[], location: string): FieldProblem[] =>
   issues.map((issue) => ({ field: [location, ...issue.path.map(String)].join('.'), message: issue.message }));
-
-const toDate = (value: string | null | undefined): Date | null | undefined =>
-  value === undefined ? undefined : value === null ? null : new Date(value);
-
-/** `%`, `_` and `\` typed by a user are literal characters in a name search, not wildcards. */
-const likePattern = (text: string): string => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-
-const slugify = (name: string): string =>
-  name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 100)
-    .replace(/-+$/g, '') || 'event';
-
-/** Slugs are unique across every workspace (they are public addresses), deleted events included. */
-async function slugTaken(em: EntityManager, slug: string, exceptId?: string): Promise<boolean> {
-  const count = await em.count(Event, { slug, ...(exceptId ? { id: { $ne: exceptId } } : {}) }, { filters: false });
-  return count > 0;
-}
-
-const slugConflict = (slug: string): AppError =>
-  new AppError('ALREADY_EXISTS', `The slug ${slug} is already used by another event; choose another`, {
-    details: { fields: [{ field: 'body.slug', message: 'already taken' }] },
-  });
-
-async function availableSlug(em: EntityManager, name: string): Promise<string> {
-  const base = slugify(name);
-  if (!(await slugTaken(em, base))) return base;
-  for (let attempt = 0; attempt < 5; attempt += 1) {
-    const candidate = `${base}-${newId().slice(-6)}`;
-    if (!(await slugTaken(em, candidate))) return candidate;
-  }
-  return `${base}-${newId().slice(-12)}`;
-}
-
-async function findEvent(em: EntityManager, id: string, options: { lock?: boolean } = {}): Promise<IEvent> {
-  const event = isUuid(id)
-    ? await em.findOne(Event, { id }, options.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {})
-    : null;
-  if (!event) throw notFound('Event');
-  return event;
-}
-
-async function findEventDate(em: EntityManager, eventId: string, dateId: string): Promise<IEventDate> {
-  const date = isUuid(eventId) && isUuid(dateId) ? await em.findOne(EventDate, { id: dateId, event: eventId }) : null;
-  if (!date) throw notFound('Event date');
-  return date;
-}
-
-async function assertVenue(em: EntityManager, venueId: string | null | undefined): Promise<void> {
-  if (!venueId) return;
-  if (!(await em.findOne(Venue, { id: venueId }))) {
-    throw validationFailed([{ field: 'body.venueId', message: 'no venue with this id in your workspace' }]);
-  }
-}
-
-function assertSalesMode(salesMode: string, externalSalesUrl: string | null | undefined): void {
-  if (salesMode === 'EXTERNAL' && !externalSalesUrl) {
-    throw validationFailed([{ field: 'body.externalSalesUrl', message: 'is required when salesMode is EXTERNAL' }]);
-  }
-}
-
-/** endsAt after startsAt and salesEndAt after salesStartAt, checked on the values the date will have. */
-function dateWindowProblems(
-  date: { startsAt: Date; endsAt: Date | null; salesStartAt: Date | null; salesEndAt: Date | null },
-  prefix: string,
-): FieldProblem[] {
-  const problems: FieldProblem[] = [];
-  if (date.endsAt && date.endsAt.getTime() <= date.startsAt.getTime()) {
-    problems.push({ field: `${prefix}.endsAt`, message: 'must be after startsAt' });
-  }
-  if (date.salesStartAt && date.salesEndAt && date.salesEndAt.getTime() <= date.salesStartAt.getTime()) {
-    problems.push({ field: `${prefix}.salesEndAt`, message: 'must be after salesStartAt' });
-  }
-  return problems;
-}
-
-function refuseWhenCancelled(event: IEvent, action: string): void {
-  if (event.status === 'CANCELLED') {
-    throw new AppError('INVALID_STATE', `Event ${event.id} is cancelled; ${action} is not possible`, {
-      details: { reason: 'event_cancelled', status: event.status },
-    });
-  }
-}
 
 const withWarnings = (warnings: Warning[]) => (warnings.length ? { warnings } : {});
 
 // ---------------------------------------------------------------------------------------------------------------
 // Routes
-
-/**
- * A date with a chart gets its event at the seat-map provider (key: the date id), which the availability and the
- * checkout read seats from. Best effort: a provider that is down (or an unknown chart) leaves seatMapEventKey null
- * (numbered types then list no seats and refuse orders with seats_not_held) and the next PATCH of the date retries.
- */
-async function attachSeatMap(
-  services: ApiServices,
-  em: EntityManager,
-  date: IEventDate,
-  log: { warn(obj: object, msg: string): void },
-): Promise<void> {
-  if (!date.seatMapChartKey || date.seatMapEventKey) return;
-  try {
-    const eventKey = seatMapEventKeyOf(date.id);
-    await seatMapClient(services.env).createEvent({ chartKey: date.seatMapChartKey, eventKey });
-    await em.nativeUpdate(EventDate, { id: date.id }, { seatMapEventKey: eventKey });
-    date.seatMapEventKey = eventKey;
-  } catch (error) {
-    log.warn(
-      { eventDateId: date.id, err: (error as Error).message },
-      'seat-map event not created; retried on the next PATCH',
-    );
-  }
-}
 
 export const eventRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
   app.get(
@@ -363,7 +245,7 @@ export const eventRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
       const where: FilterQuery<IEvent> = {
         ...(after ? { id: { $lt: after } } : {}),
         ...(status ? { status } : {}),
-        ...(q ? { name: { $ilike: likePattern(q) } } : {}),
+        ...(q ? { name: { $ilike: likeContains(q) } } : {}),
         ...(venue ? { venue } : {}),
       };
       const rows = await request.em.find(Event, where, { orderBy: { id: 'desc' }, limit: limit + 1 });
@@ -384,35 +266,7 @@ export const eventRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
       },
     },
     async (request, reply) => {
-      const workspace = activeWorkspace(request);
-      const body = request.body;
-      const em = request.em;
-      assertSalesMode(body.salesMode, body.externalSalesUrl);
-      await assertVenue(em, body.venueId);
-      if (body.slug && (await slugTaken(em, body.slug))) throw slugConflict(body.slug);
-      const slug = body.slug ?? (await availableSlug(em, body.name));
-      const event = em.create(Event, {
-        id: newId(),
-        workspace: workspace.workspaceId,
-        venue: body.venueId ?? null,
-        name: body.name,
-        slug,
-        description: body.description ?? null,
-        imageUrl: body.imageUrl ?? null,
-        status: 'DRAFT',
-        salesMode: body.salesMode,
-        externalSalesUrl: body.externalSalesUrl ?? null,
-        gatewayBOnly: body.gatewayBOnly,
-        publishedAt: null,
-        cancelledAt: null,
-        deletedAt: null,
-      });
-      try {
-        await em.flush();
-      } catch (error) {
-        if (error instanceof UniqueConstraintViolationException) throw slugConflict(slug);
-        throw error;
-      }
+      const event = await createEvent(request.em, activeWorkspace(request).workspaceId, request.body);
       return reply.status(201).send({ data: toEvent(event) });
     },
   );
@@ -443,34 +297,7 @@ export const eventRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
         response: { 200: dataOf(EventSchema) },
       },
     },
-    async (request) => {
-      const em = request.em;
-      const event = await findEvent(em, request.params.id);
-      const body = request.body;
-      assertSalesMode(
-        body.salesMode ?? event.salesMode,
-        body.externalSalesUrl !== undefined ? body.externalSalesUrl : event.externalSalesUrl,
-      );
-      if (body.venueId !== undefined) await assertVenue(em, body.venueId);
-      if (body.slug !== undefined && body.slug !== event.slug && (await slugTaken(em, body.slug, event.id))) {
-        throw slugConflict(body.slug);
-      }
-      if (body.name !== undefined) event.name = body.name;
-      if (body.slug !== undefined) event.slug = body.slug;
-      if (body.description !== undefined) event.description = body.description;
-      if (body.imageUrl !== undefined) event.imageUrl = body.imageUrl;
-      if (body.venueId !== undefined) event.venue = body.venueId;
-      if (body.salesMode !== undefined) event.salesMode = body.salesMode;
-      if (body.externalSalesUrl !== undefined) event.externalSalesUrl = body.externalSalesUrl;
-      if (body.gatewayBOnly !== undefined) event.gatewayBOnly = body.gatewayBOnly;
-      try {
-        await em.flush();
-      } catch (error) {
-        if (error instanceof UniqueConstraintViolationException) throw slugConflict(event.slug);
-        throw error;
-      }
-      return { data: toEvent(event) };
-    },
+    async (request) => ({ data: toEvent(await updateEvent(request.em, request.params.id, request.body)) }),
   );
 
   app.delete(
@@ -485,25 +312,7 @@ export const eventRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
         response: { 200: dataOf(EventSchema) },
       },
     },
-    async (request) => {
-      const event = await request.em.transactional(async (tx) => {
-        const found = await findEvent(tx, request.params.id, { lock: true });
-        const sales = await tx.count(Sale, { event: found.id, status: { $in: [...LIVE_SALE_STATUSES] } });
-        if (sales > 0) {
-          throw new AppError(
-            'INVALID_STATE',
-            `Event ${found.id} has ${sales} pending or confirmed sale(s); cancel it (POST /events/{id}/cancel) instead of deleting it`,
-            { details: { reason: 'event_has_sales', sales } },
-          );
-        }
-        const now = new Date();
-        found.deletedAt = now;
-        await tx.nativeUpdate(TicketType, { event: found.id }, { deletedAt: now });
-        await tx.nativeUpdate(EventDate, { event: found.id }, { deletedAt: now });
-        return found;
-      });
-      return { data: toEvent(event) };
-    },
+    async (request) => ({ data: toEvent(await deleteEvent(request.em, request.params.id)) }),
   );
 
   app.post(
@@ -520,28 +329,7 @@ export const eventRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
       },
     },
     async (request) => {
-      const event = await request.em.transactional(async (tx) => {
-        const found = await findEvent(tx, request.params.id, { lock: true });
-        refuseWhenCancelled(found, 'publishing');
-        if (found.status === 'PUBLISHED') return found;
-        if ((await tx.count(EventDate, { event: found.id })) === 0) {
-          throw new AppError(
-            'INVALID_STATE',
-            'An event needs at least one date before it can be published; add one with POST /events/{id}/dates',
-            { details: { reason: 'no_dates' } },
-          );
-        }
-        if ((await tx.count(TicketType, { event: found.id })) === 0) {
-          throw new AppError(
-            'INVALID_STATE',
-            'An event needs at least one ticket type before it can be published; add one with POST /ticket-types',
-            { details: { reason: 'no_ticket_types' } },
-          );
-        }
-        found.status = 'PUBLISHED';
-        found.publishedAt = new Date();
-        return found;
-      });
+      const event = await publishEvent(request.em, request.params.id);
       request.log.info({ eventId: event.id }, 'event published');
       return { data: toEvent(event) };
     },
@@ -565,36 +353,11 @@ export const eventRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
       },
     },
     async (request) => {
-      const workspace = activeWorkspace(request);
-      const event = await request.em.transactional(async (tx) => {
-        const found = await findEvent(tx, request.params.id, { lock: true });
-        if (found.status !== 'CANCELLED') {
-          found.status = 'CANCELLED';
-          found.cancelledAt = new Date();
-        }
-        return found;
+      const event = await cancelEvent(services, request.em, {
+        eventId: request.params.id,
+        workspaceId: activeWorkspace(request).workspaceId,
+        reason: request.body.reason ?? 'event_cancelled',
       });
-      // After the commit: a crash between the two leaves a cancelled event whose repeat request starts the workflow.
-      await services.temporal.workflow
-        .start<typeof eventCancellation>('eventCancellation', {
-          workflowId: eventCancellationWorkflowId(event.id),
-          taskQueue: services.env.TEMPORAL_TASK_QUEUE,
-          args: [
-            {
-              eventId: event.id,
-              workspaceId: workspace.workspaceId,
-              reason: request.body.reason ?? 'event_cancelled',
-              finalSweepDelayMs: services.env.EVENT_CANCELLATION_FINAL_SWEEP_MS,
-            },
-          ],
-          typedSearchAttributes: [{ key: SA.workspaceId, value: workspace.workspaceId }],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          // A finished cancellation is not run again by a repeated request: nothing is left to undo.
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        })
-        .catch((error: unknown) => {
-          if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-        });
       request.log.info({ eventId: event.id }, 'event cancelled');
       return { data: toEvent(event) };
     },
@@ -649,49 +412,20 @@ export const eventRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
       },
     },
     async (request, reply) => {
-      const workspace = activeWorkspace(request);
       const body = request.body;
       const batch = 'dates' in body;
       const inputs: CreateDateInput[] = batch ? body.dates : [body];
-      const prepared = inputs.map((input) => ({
-        input,
-        startsAt: new Date(input.startsAt),
-        endsAt: toDate(input.endsAt) ?? null,
-        salesStartAt: toDate(input.salesStartAt) ?? null,
-        salesEndAt: toDate(input.salesEndAt) ?? null,
-      }));
-      const problems = prepared.flatMap((date, index) =>
-        dateWindowProblems(date, batch ? `body.dates.${index}` : 'body'),
+      const created = await addEventDates(
+        services,
+        request.em,
+        {
+          eventId: request.params.id,
+          workspaceId: activeWorkspace(request).workspaceId,
+          dates: inputs,
+          fieldPrefix: (index) => (batch ? `body.dates.${index}` : 'body'),
+        },
+        request.log,
       );
-      if (problems.length > 0) throw validationFailed(problems);
-
-      const created = await request.em.transactional(async (tx) => {
-        const event = await findEvent(tx, request.params.id, { lock: true });
-        refuseWhenCancelled(event, 'adding dates');
-        const venue = event.venue ? await tx.findOne(Venue, { id: event.venue }) : null;
-        const dates = prepared.map((date) =>
-          tx.create(EventDate, {
-            id: newId(),
-            workspace: workspace.workspaceId,
-            event: event.id,
-            label: date.input.label ?? null,
-            startsAt: date.startsAt,
-            endsAt: date.endsAt,
-            timezone: date.input.timezone ?? venue?.timezone ?? 'America/Bogota',
-            salesStartAt: date.salesStartAt,
-            salesEndAt: date.salesEndAt,
-            paymentWindowMinutes: date.input.paymentWindowMinutes,
-            virtualQueue: date.input.virtualQueue,
-            queueAdmissionsPerMinute: date.input.queueAdmissionsPerMinute,
-            seatMapChartKey: date.input.seatMapChartKey ?? null,
-            seatMapEventKey: null,
-            cancelledAt: null,
-            deletedAt: null,
-          }),
-        );
-        return dates;
-      });
-      for (const date of created) await attachSeatMap(services, request.em, date, request.log);
       const data = created.map(toEventDate);
       return reply.status(201).send(batch ? { data } : { data: data[0]! });
     },
@@ -710,33 +444,8 @@ export const eventRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
       },
     },
     async (request) => {
-      const em = request.em;
-      const date = await findEventDate(em, request.params.id, request.params.dateId);
-      const body = request.body;
-      const next = {
-        startsAt: toDate(body.startsAt) ?? date.startsAt,
-        endsAt: body.endsAt !== undefined ? (toDate(body.endsAt) ?? null) : (date.endsAt ?? null),
-        salesStartAt:
-          body.salesStartAt !== undefined ? (toDate(body.salesStartAt) ?? null) : (date.salesStartAt ?? null),
-        salesEndAt: body.salesEndAt !== undefined ? (toDate(body.salesEndAt) ?? null) : (date.salesEndAt ?? null),
-      };
-      const problems = dateWindowProblems(next, 'body');
-      if (problems.length > 0) throw validationFailed(problems);
-      date.startsAt = next.startsAt;
-      date.endsAt = next.endsAt;
-      date.salesStartAt = next.salesStartAt;
-      date.salesEndAt = next.salesEndAt;
-      if (body.label !== undefined) date.label = body.label;
-      if (body.timezone !== undefined) date.timezone = body.timezone;
-      if (body.paymentWindowMinutes !== undefined) date.paymentWindowMinutes = body.paymentWindowMinutes;
-      if (body.virtualQueue !== undefined) date.virtualQueue = body.virtualQueue;
-      if (body.queueAdmissionsPerMinute !== undefined) date.queueAdmissionsPerMinute = body.queueAdmissionsPerMinute;
-      if (body.seatMapChartKey !== undefined && body.seatMapChartKey !== date.seatMapChartKey) {
-        date.seatMapChartKey = body.seatMapChartKey;
-        date.seatMapEventKey = null;
-      }
-      await em.flush();
-      await attachSeatMap(services, em, date, request.log);
+      const { id: eventId, dateId } = request.params;
+      const date = await updateEventDate(services, request.em, { eventId, dateId }, request.body, request.log);
       return { data: toEventDate(date) };
     },
   );
@@ -753,22 +462,8 @@ export const eventRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
       },
     },
     async (request) => {
-      const date = await request.em.transactional(async (tx) => {
-        const found = await findEventDate(tx, request.params.id, request.params.dateId);
-        const sales = await tx.count(Sale, { eventDate: found.id, status: { $in: [...LIVE_SALE_STATUSES] } });
-        if (sales > 0) {
-          throw new AppError(
-            'INVALID_STATE',
-            `Date ${found.id} has ${sales} pending or confirmed sale(s) and cannot be deleted`,
-            { details: { reason: 'date_has_sales', sales } },
-          );
-        }
-        const now = new Date();
-        found.deletedAt = now;
-        await tx.nativeUpdate(TicketType, { eventDate: found.id }, { deletedAt: now });
-        return found;
-      });
-      return { data: toEventDate(date) };
+      const { id: eventId, dateId } = request.params;
+      return { data: toEventDate(await deleteEventDate(request.em, { eventId, dateId })) };
     },
   );
 };

@@ -20,6 +20,7 @@ import {
   toSaleFor,
 } from '../../http/sale-views.js';
 import { IdParamSchema, IsoDateTimeSchema } from '../../http/schemas.js';
+import { likeContains } from '../../http/text.js';
 import { activeWorkspace } from '../../plugins/auth.js';
 import type { ApiServices } from '../../services.js';
 
@@ -70,8 +71,6 @@ const CreateSaleBody = z.object({
  */
 const SINGLE_PAGE: Page = { nextCursor: null, hasMore: false };
 
-const escapeLike = (value: string): string => value.replace(/[\\%_]/g, (char) => `\\${char}`);
-
 async function findSale(request: { em: import('@mikro-orm/postgresql').EntityManager }, id: string) {
   const sale = isUuid(id) ? await request.em.findOne(Sale, { id }) : null;
   if (!sale) throw new AppError('NOT_FOUND', 'Sale not found');
@@ -100,9 +99,9 @@ export const salesRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
       if (q.channel) where.channel = q.channel;
       if (q.event) where.event = isUuid(q.event) ? q.event : '00000000-0000-0000-0000-000000000000';
       if (q.eventDate) where.eventDate = isUuid(q.eventDate) ? q.eventDate : '00000000-0000-0000-0000-000000000000';
-      if (q.reference) where.reference = { $ilike: `%${escapeLike(q.reference)}%` };
+      if (q.reference) where.reference = { $ilike: likeContains(q.reference) };
       if (q.buyer) {
-        const pattern = `%${escapeLike(q.buyer)}%`;
+        const pattern = likeContains(q.buyer);
         // Matching on email below STAFF would let a VIEWER probe the addresses the rows hide from it.
         where.$or = canSeeBuyerContact(role)
           ? [{ buyerName: { $ilike: pattern } }, { buyerEmail: { $ilike: pattern } }]

@@ -3,11 +3,13 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError, notFound } from '../../../domain/errors.js';
+import { invalidField } from '../../../domain/field-errors.js';
 import { type FeePolicy, quoteUnit, ticketTypeFeePolicy } from '../../../domain/pricing.js';
 import { isUuid, newId } from '../../../entities/ids.js';
 import { Event, EventDate, TicketType, Workspace } from '../../../entities/index.js';
 import { adjustCapacity, createStock, type StockLevels, stockLevels } from '../../../entities/stock.js';
 import type { ITicketType } from '../../../entities/ticket-type.js';
+import { dateOrNull, patchedDate } from '../../http/dates.js';
 import { dataOf, listOf } from '../../http/envelope.js';
 import { minorUnits } from '../../http/money.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
@@ -95,9 +97,6 @@ const ListTicketTypesQuery = PageQuerySchema.extend({
   eventDate: z.string().refine(isUuid, 'must be a UUID').optional().meta({ description: 'Event date id' }),
 });
 
-const invalid = (field: string, message: string): AppError =>
-  new AppError('VALIDATION_FAILED', `${field}: ${message}`, { details: { fields: [{ field, message }] } });
-
 /** The workspace's default fee policy (ticket types override parts of it). */
 async function workspaceFeePolicy(em: EntityManager, workspaceId: string): Promise<FeePolicy> {
   const workspace = await em.findOneOrFail(Workspace, { id: workspaceId });
@@ -163,11 +162,9 @@ async function findTicketType(em: EntityManager, id: string, options: { lock?: b
 
 function assertPresaleWindow(startsAt: Date | null, endsAt: Date | null): void {
   if (startsAt && endsAt && endsAt.getTime() <= startsAt.getTime()) {
-    throw invalid('body.presaleEndsAt', 'must be after presaleStartsAt');
+    throw invalidField('body.presaleEndsAt', 'must be after presaleStartsAt');
   }
 }
-
-const toDate = (value: string | null | undefined): Date | null => (value ? new Date(value) : null);
 
 export const ticketTypeRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
@@ -221,20 +218,20 @@ export const ticketTypeRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const workspace = activeWorkspace(request);
       const body = request.body;
-      const presaleStartsAt = toDate(body.presaleStartsAt);
-      const presaleEndsAt = toDate(body.presaleEndsAt);
+      const presaleStartsAt = dateOrNull(body.presaleStartsAt);
+      const presaleEndsAt = dateOrNull(body.presaleEndsAt);
       assertPresaleWindow(presaleStartsAt, presaleEndsAt);
       const created = await request.em.transactional(async (tx) => {
         // The event row is locked so a concurrent cancel or delete cannot slip between the check and the insert.
         const event = await tx.findOne(Event, { id: body.eventId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-        if (!event) throw invalid('body.eventId', 'no event with this id in your workspace');
+        if (!event) throw invalidField('body.eventId', 'no event with this id in your workspace');
         if (event.status === 'CANCELLED') {
           throw new AppError('INVALID_STATE', `Event ${event.id} is cancelled; it cannot get new ticket types`, {
             details: { reason: 'event_cancelled' },
           });
         }
         const date = await tx.findOne(EventDate, { id: body.eventDateId, event: event.id });
-        if (!date) throw invalid('body.eventDateId', 'no date with this id in event eventId');
+        if (!date) throw invalidField('body.eventDateId', 'no date with this id in event eventId');
         const currency = (await tx.findOneOrFail(Workspace, { id: workspace.workspaceId })).currency;
         const type = tx.create(TicketType, {
           id: newId(),
@@ -303,10 +300,8 @@ export const ticketTypeRoutes: FastifyPluginAsyncZod = async (app) => {
       const body = request.body;
       const updated = await request.em.transactional(async (tx) => {
         const type = await findTicketType(tx, request.params.id, { lock: true });
-        const presaleStartsAt =
-          body.presaleStartsAt !== undefined ? toDate(body.presaleStartsAt) : (type.presaleStartsAt ?? null);
-        const presaleEndsAt =
-          body.presaleEndsAt !== undefined ? toDate(body.presaleEndsAt) : (type.presaleEndsAt ?? null);
+        const presaleStartsAt = patchedDate(body.presaleStartsAt, type.presaleStartsAt);
+        const presaleEndsAt = patchedDate(body.presaleEndsAt, type.presaleEndsAt);
         assertPresaleWindow(presaleStartsAt, presaleEndsAt);
         if (body.capacity !== undefined && body.capacity !== type.capacity) {
           await adjustCapacity(tx, type.id, body.capacity - type.capacity);

@@ -10,6 +10,7 @@ import { dataOf, listOf } from '../../http/envelope.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import { IdParamSchema } from '../../http/schemas.js';
+import { escapeLike, likeContains } from '../../http/text.js';
 import { activeWorkspace } from '../../plugins/auth.js';
 
 /** True for a time zone of the IANA database (`America/Bogota`, `UTC`); offsets such as `+05:00` are not zones. */
@@ -85,10 +86,6 @@ const toVenue = (venue: IVenue) => ({
   updatedAt: venue.updatedAt.toISOString(),
 });
 
-/** `%`, `_` and `\` typed by a user are literal characters in a search, not wildcards. */
-const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`);
-const likePattern = (text: string): string => `%${escapeLike(text)}%`;
-
 async function findVenue(em: EntityManager, id: string): Promise<IVenue> {
   const venue = isUuid(id) ? await em.findOne(Venue, { id }) : null;
   if (!venue) throw notFound('Venue');
@@ -112,7 +109,7 @@ export const venueRoutes: FastifyPluginAsyncZod = async (app) => {
       const after = decodeCursor(cursor);
       const where: FilterQuery<IVenue> = {
         ...(after ? { id: { $lt: after } } : {}),
-        ...(q ? { name: { $ilike: likePattern(q) } } : {}),
+        ...(q ? { name: { $ilike: likeContains(q) } } : {}),
         ...(city ? { city: { $ilike: escapeLike(city) } } : {}),
       };
       const rows = await request.em.find(Venue, where, { orderBy: { id: 'desc' }, limit: limit + 1 });

@@ -2,12 +2,11 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../domain/errors.js';
+import { SLUG_PATTERN, slugify } from '../../../domain/slug.js';
 import { newId } from '../../../entities/ids.js';
 import { User, Workspace, WorkspaceMember } from '../../../entities/index.js';
 import { dataOf } from '../../http/envelope.js';
 import { organizer } from '../../http/route-access.js';
-
-const SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
 export const WorkspaceSchema = z
   .object({
@@ -22,18 +21,9 @@ export const WorkspaceSchema = z
 
 const CreateWorkspaceBody = z.object({
   name: z.string().trim().min(2).max(120),
-  slug: z.string().min(2).max(80).regex(SLUG, 'lowercase letters, digits and single dashes').optional(),
+  slug: z.string().min(2).max(80).regex(SLUG_PATTERN, 'lowercase letters, digits and single dashes').optional(),
   currency: z.enum(['COP', 'USD', 'EUR', 'MXN']).default('COP'),
 });
-
-const slugify = (name: string): string =>
-  name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 60) || 'workspace';
 
 export const workspaceRoutes: FastifyPluginAsyncZod = async (app) => {
   app.post(
@@ -51,7 +41,8 @@ export const workspaceRoutes: FastifyPluginAsyncZod = async (app) => {
       const caller = request.organizer;
       if (!caller) throw new AppError('UNAUTHENTICATED', 'Send an API key');
       const { name, currency } = request.body;
-      const slug = request.body.slug ?? `${slugify(name)}-${newId().slice(-6)}`;
+      const slug =
+        request.body.slug ?? `${slugify(name, { maxLength: 60, fallback: 'workspace' })}-${newId().slice(-6)}`;
       const em = request.em.fork();
       try {
         const workspace = await em.transactional(async (tx) => {
