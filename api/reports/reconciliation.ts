@@ -41,8 +41,17 @@ export const MISMATCH_REASONS = [
 ] as const;
 export type MismatchReason = (typeof MISMATCH_REASONS)[number];
 
-/** The per-sale rows (CTE `reconciled`), filtered; callers add ordering, paging or totals. */
-function reconciled(scope: Scope, filters: ReconciliationFilters, after?: string): Sql {
+/**
+ * The per-sale rows, filtered. Without a page, the money columns only (what the totals add up); with one, the
+ * newest `limit` rows (after the keyset position `after`), newest first, with the sale's own columns joined to
+ * those rows alone: carried through every row, the wide columns were most of the work of the mismatch filter.
+ */
+function reconciled(
+  scope: Scope,
+  filters: ReconciliationFilters,
+  page?: { limit: number; after?: string | undefined },
+): Sql {
+  const after = page?.after;
   const where = joinSql([saleConditions(scope, filters), ...(after ? [sql`s.id < ${after}`] : [])], ' and ');
   const mismatchOnly =
     filters.mismatch === undefined ? raw('true') : filters.mismatch ? raw('r.mismatch') : raw('not r.mismatch');
@@ -65,11 +74,11 @@ function reconciled(scope: Scope, filters: ReconciliationFilters, after?: string
              count(*) filter (where refund_asked and not refund_done) as pending
         from payments group by sale_id),
     -- Materialized: with order by id and a limit on top the planner would walk sales by id and re-aggregate the
-    -- attempts for each one (a nested loop); computed once, it is one hash join whatever the page.
+    -- attempts for each one (a nested loop), and under the totals each parallel worker would aggregate them all
+    -- again; computed once, it is one hash join whatever the page.
     money as materialized (
-      select s.id, s.reference, s.status, s.channel, s.payment_provider, s.payment_ref, s.payment_status, s.total,
-             s.created_at, s.confirmed_at, coalesce(p.payments, 0) as payments, coalesce(p.charged, 0) as charged,
-             coalesce(p.refunded, 0) as refunded, coalesce(p.pending, 0) as pending,
+      select s.id, s.status, s.payment_status, s.total, coalesce(p.payments, 0) as payments,
+             coalesce(p.charged, 0) as charged, coalesce(p.refunded, 0) as refunded, coalesce(p.pending, 0) as pending,
              case when s.status = 'CONFIRMED' and s.payment_provider is not null and s.payment_ref is not null
                   then s.total else 0 end as expected
         from sales s left join per_sale p on p.sale_id = s.id
@@ -84,7 +93,14 @@ function reconciled(scope: Scope, filters: ReconciliationFilters, after?: string
              end as reason
         from money m),
     reconciled as (select r.*, r.reason is not null as mismatch from reasoned r)
-    select r.* from reconciled r where ${mismatchOnly}`;
+    ${
+      page
+        ? sql`select r.*, s.reference, s.channel, s.payment_provider, s.payment_ref, s.created_at, s.confirmed_at
+                from (select r.* from reconciled r where ${mismatchOnly} order by r.id desc limit ${page.limit}) r
+                join sales s on s.id = r.id
+               order by r.id desc`
+        : sql`select r.* from reconciled r where ${mismatchOnly}`
+    }`;
 }
 
 type Numeric = string | number | null;
@@ -198,10 +214,7 @@ export async function reconciliationPage(
   filters: ReconciliationFilters,
   page: { limit: number; after?: string | undefined },
 ): Promise<ReconciliationRow[]> {
-  const rows = await run<RawRow>(
-    em,
-    sql`${reconciled(scope, filters, page.after)} order by r.id desc limit ${page.limit}`,
-  );
+  const rows = await run<RawRow>(em, reconciled(scope, filters, page));
   return rows.map(toReconciliationRow);
 }
 
@@ -237,8 +250,7 @@ export function reconciliationSource(scope: Scope, filters: ReconciliationFilter
              x.payments as "approvedPayments", x.charged as "charged", x.refunded as "refunded",
              x.pending as "refundsPending", x.expected as "expectedAtGateway", x.net as "netAtGateway",
              x.mismatch as "mismatch", x.reason as "mismatchReason"
-        from (${reconciled(scope, filters)}) x
-       order by x.id desc
-       limit ${limit}`,
+        from (${reconciled(scope, filters, { limit })}) x
+       order by x.id desc`,
   };
 }
