@@ -15,6 +15,7 @@ import { temporalDataConverter } from '../config/payload-codec.js';
 import { createRedis } from '../config/redis.js';
 import { initOrm } from '../entities/orm.js';
 import { activityMetricsInterceptor } from '../observability/activity-metrics.js';
+import { temporalRuntimeLogger } from '../observability/temporal-logger.js';
 import { installRuntimeWithMetrics, startWorkerMetricsServer } from '../observability/worker-metrics.js';
 import { createProviders } from './providers.js';
 import { ensureReconcilerSchedule, ensureSettlementSweepSchedule } from './schedules.js';
@@ -27,7 +28,16 @@ const logger = createLogger({ name: 'worker', level: env.LOG_LEVEL });
 const dataConverter = temporalDataConverter(env);
 
 const metricsProblem = (message: string, error: unknown) => logger.error({ err: error }, message);
-const sdkMetricsAddress = installRuntimeWithMetrics(env, { shutdownSignals: ['SIGINT', 'SIGTERM'] }, metricsProblem);
+const sdkMetricsAddress = installRuntimeWithMetrics(
+  env,
+  {
+    shutdownSignals: ['SIGINT', 'SIGTERM'],
+    // One log format: the SDK's and the native core's warnings go through pino like everything else.
+    logger: temporalRuntimeLogger(logger),
+    telemetryOptions: { logging: { filter: { core: 'WARN', other: 'WARN' }, forward: {} } },
+  },
+  metricsProblem,
+);
 const metricsServer =
   env.WORKER_METRICS_PORT === 0
     ? null
