@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { SALE_REFERENCE_RANDOM_BYTES, saleReferenceFromBytes } from '../domain/codes.js';
-import { type Discount as DiscountRule, priceOrder, ticketTypeFeePolicy } from '../domain/pricing.js';
+import { type Discount as DiscountRule, priceOrderItems, ticketTypeFeePolicy } from '../domain/pricing.js';
 import type { SaleStatus } from '../domain/sale-state.js';
 import { newId } from '../entities/ids.js';
 import { Discount, Event, EventDate, Sale, SaleItem, TicketType, Workspace } from '../entities/index.js';
 import { activeMembership } from '../entities/membership-queries.js';
 import type { ISale } from '../entities/sale.js';
-import { releaseStock, takeStock } from '../entities/stock.js';
+import { releaseStock, takeStockInOrder } from '../entities/stock.js';
 import {
   type Gateway,
   type ReservedSale,
@@ -15,6 +15,7 @@ import {
   type ReserveRequest,
   type ReserveResult,
   reservedSaleOf,
+  reserveItemsOf,
 } from '../workflows/definitions.js';
 import { rejectUnfixableDatabaseErrors } from './db-errors.js';
 import type { ActivityDeps } from './deps.js';
@@ -51,19 +52,44 @@ async function newReference(em: EntityManager): Promise<string> {
   throw new Error('could not draw a free sale reference');
 }
 
-/** Every rule of contract 4.2 checked under the same transaction that takes the stock. */
+/** Every rule of contract 4.2 (and 4.18 for each item) checked under the same transaction that takes the stock. */
 async function reserveInTransaction(
   tx: EntityManager,
   saleId: string,
   request: ReserveRequest,
   now: Date,
 ): Promise<ISale> {
+  const items = reserveItemsOf(request);
   const date = await tx.findOne(EventDate, { id: request.eventDateId }, ANY_TENANT);
   if (!date || (request.pinnedWorkspaceId && date.workspace !== request.pinnedWorkspaceId)) {
     return reject('NOT_FOUND', 'not_found', 'Event date not found');
   }
-  const type = await tx.findOne(TicketType, { id: request.ticketTypeId, eventDate: date.id }, ANY_TENANT);
-  if (!type) return reject('NOT_FOUND', 'not_found', 'Ticket type not found for this event date');
+  if (new Set(items.map((item) => item.ticketTypeId)).size !== items.length) {
+    reject('VALIDATION_FAILED', 'duplicate_ticket_type', 'Each ticket type appears at most once per order');
+  }
+  if (items.length > 1 && (request.discountCode || request.complimentary)) {
+    // A code's amount is a per-order rule (domain/pricing.ts rule 10); only one-item orders carry one.
+    reject('VALIDATION_FAILED', 'discount_single_item', 'Discount codes apply to one-item orders only');
+  }
+  const found = await tx.find(
+    TicketType,
+    { id: { $in: items.map((item) => item.ticketTypeId) }, eventDate: date.id },
+    ANY_TENANT,
+  );
+  const typeById = new Map(found.map((type) => [type.id, type]));
+  const lines = items.map((item) => {
+    const type = typeById.get(item.ticketTypeId);
+    if (!type) {
+      return reject('NOT_FOUND', 'not_found', 'Ticket type not found for this event date', {
+        ticketTypeId: item.ticketTypeId,
+      });
+    }
+    return { item, type };
+  });
+  const currency = lines[0]!.type.currency;
+  if (lines.some((line) => line.type.currency !== currency)) {
+    reject('MIXED_CURRENCY', 'mixed_currency', 'All tickets of one order must be sold in the same currency');
+  }
   const event = await tx.findOneOrFail(Event, { id: date.event }, INCLUDING_DELETED);
   const workspace = await tx.findOneOrFail(Workspace, { id: date.workspace });
 
@@ -86,27 +112,39 @@ async function reserveInTransaction(
         salesEndAt: date.salesEndAt?.toISOString() ?? null,
       });
     }
-    if ((type.presaleStartsAt && type.presaleStartsAt > now) || (type.presaleEndsAt && type.presaleEndsAt <= now)) {
-      reject('SALE_CLOSED', 'presale_closed', 'This ticket type sells only during its presale window');
-    }
-    if (type.membersOnly) {
-      if (request.origin === 'PUBLIC')
-        reject('MEMBERS_ONLY', 'members_only', 'Members-only tickets are sold to signed-in members only');
-      if (!membership?.benefits.membersOnlyAccess) {
-        reject('MEMBERS_ONLY', 'members_only', 'This ticket type is for members; join a membership plan first');
+    for (const { type } of lines) {
+      if ((type.presaleStartsAt && type.presaleStartsAt > now) || (type.presaleEndsAt && type.presaleEndsAt <= now)) {
+        reject('SALE_CLOSED', 'presale_closed', 'This ticket type sells only during its presale window', {
+          ticketTypeId: type.id,
+        });
+      }
+      if (type.membersOnly) {
+        if (request.origin === 'PUBLIC')
+          reject('MEMBERS_ONLY', 'members_only', 'Members-only tickets are sold to signed-in members only', {
+            ticketTypeId: type.id,
+          });
+        if (!membership?.benefits.membersOnlyAccess) {
+          reject('MEMBERS_ONLY', 'members_only', 'This ticket type is for members; join a membership plan first', {
+            ticketTypeId: type.id,
+          });
+        }
       }
     }
   }
-  if (request.quantity > type.maxPerOrder) {
-    reject('ORDER_REJECTED', 'max_per_order', `At most ${type.maxPerOrder} tickets of this type per order`, {
-      maxPerOrder: type.maxPerOrder,
-    });
+  for (const { item, type } of lines) {
+    if (item.quantity > type.maxPerOrder) {
+      reject('ORDER_REJECTED', 'max_per_order', `At most ${type.maxPerOrder} tickets of this type per order`, {
+        maxPerOrder: type.maxPerOrder,
+        ticketTypeId: type.id,
+      });
+    }
   }
-  const numbered = type.seatMapCategoryKey !== null;
-  if (numbered) {
+  const numbered = (type: { seatMapCategoryKey?: string | null }): boolean =>
+    (type.seatMapCategoryKey ?? null) !== null;
+  const labels = lines.flatMap(({ item, type }) => (numbered(type) ? (item.seats ?? []) : []));
+  if (lines.some(({ type }) => numbered(type))) {
     // The seats were checked (and, for public orders, held) at the provider before this transaction; here they are
     // checked against the other live sales of the date under a lock, so no seat is ever sold twice.
-    const labels = request.seats ?? [];
     await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`seats:${date.id}`]);
     const live = await tx.execute<{ seats: string[] | string | null }[]>(
       `select i.seats from sale_items i join sales s on s.id = i.sale_id
@@ -146,17 +184,21 @@ async function reserveInTransaction(
         },
       );
     }
-    const bought = await tx.execute<{ units: string | null }[]>(
-      `select sum(i.quantity) as units from sale_items i join sales s on s.id = i.sale_id
-        where s.buyer_id = ? and s.event_date_id = ? and i.ticket_type_id = ? and s.status in ('PENDING', 'CONFIRMED')`,
-      [request.buyerId, date.id, type.id],
-    );
-    const already = Number(bought[0]?.units ?? 0);
-    if (already + request.quantity > type.maxPerOrder) {
-      reject('ORDER_REJECTED', 'per_buyer_limit', `A buyer may hold at most ${type.maxPerOrder} tickets of this type`, {
-        alreadyHeld: already,
-        maxPerBuyer: type.maxPerOrder,
-      });
+    for (const { item, type } of lines) {
+      const bought = await tx.execute<{ units: string | null }[]>(
+        `select sum(i.quantity) as units from sale_items i join sales s on s.id = i.sale_id
+          where s.buyer_id = ? and s.event_date_id = ? and i.ticket_type_id = ? and s.status in ('PENDING', 'CONFIRMED')`,
+        [request.buyerId, date.id, type.id],
+      );
+      const already = Number(bought[0]?.units ?? 0);
+      if (already + item.quantity > type.maxPerOrder) {
+        reject(
+          'ORDER_REJECTED',
+          'per_buyer_limit',
+          `A buyer may hold at most ${type.maxPerOrder} tickets of this type`,
+          { alreadyHeld: already, maxPerBuyer: type.maxPerOrder, ticketTypeId: type.id },
+        );
+      }
     }
   }
 
@@ -182,22 +224,26 @@ async function reserveInTransaction(
     code = { id: found.id };
   }
 
-  const policy = ticketTypeFeePolicy(workspace, type);
   const memberPercent = request.complimentary ? 0 : (membership?.benefits.discountPercent ?? 0);
-  const price = priceOrder({
-    unitPrice: type.price,
-    quantity: request.quantity,
-    feePolicy:
-      request.origin === 'ORGANIZER'
-        ? { ...policy, serviceFeeBps: 0, serviceFeeFixed: 0, seatingSurcharge: 0 }
-        : policy,
-    numbered,
-    ...(discount ? { discount } : {}),
-    // One pricing engine decides between the member discount and a code (domain/pricing.ts rule 9).
-    ...(memberPercent > 0 ? { memberDiscountPercent: memberPercent } : {}),
-  });
+  const price = priceOrderItems(
+    lines.map(({ item, type }) => {
+      const policy = ticketTypeFeePolicy(workspace, type);
+      return {
+        unitPrice: type.price,
+        quantity: item.quantity,
+        feePolicy:
+          request.origin === 'ORGANIZER'
+            ? { ...policy, serviceFeeBps: 0, serviceFeeFixed: 0, seatingSurcharge: 0 }
+            : policy,
+        numbered: numbered(type),
+        ...(discount ? { discount } : {}),
+        // One pricing engine decides between the member discount and a code (domain/pricing.ts rule 9).
+        ...(memberPercent > 0 ? { memberDiscountPercent: memberPercent } : {}),
+      };
+    }),
+  );
   let discountId: string | null = null;
-  if (code && price.appliedDiscount === 'CODE') {
+  if (code && price.items[0]?.appliedDiscount === 'CODE') {
     // The use is spent only by the order the code priced; the conditional update settles a race for the last use.
     const used = await tx.execute<{ id: string }[]>(
       'update discounts set uses = uses + 1 where id = ? and (max_uses is null or uses < max_uses) returning id',
@@ -231,7 +277,7 @@ async function reserveInTransaction(
     iva: price.iva,
     total: price.total,
     organizerServiceFee: price.organizerServiceFee,
-    currency: type.currency,
+    currency,
     discount: discountId,
     paymentProvider: null,
     paymentRef: null,
@@ -250,21 +296,31 @@ async function reserveInTransaction(
     confirmedAt: confirmedNow ? now : null,
     closedAt: null,
   });
-  tx.create(SaleItem, {
-    id: newId(),
-    sale: sale.id,
-    ticketType: type.id,
-    ticketTypeName: type.name,
-    quantity: request.quantity,
-    unitPrice: type.price,
-    unitServiceFee: price.unit.buyerServiceFee,
-    unitIva: price.unit.iva,
-    seats: request.seats,
+  lines.forEach(({ item, type }, index) => {
+    const unit = price.items[index]!.unit;
+    tx.create(SaleItem, {
+      id: newId(),
+      sale: sale.id,
+      ticketType: type.id,
+      ticketTypeName: type.name,
+      quantity: item.quantity,
+      unitPrice: type.price,
+      unitServiceFee: unit.buyerServiceFee,
+      unitIva: unit.iva,
+      seats: item.seats,
+    });
   });
   await tx.flush();
-  const taken = await takeStock(tx, { saleId: sale.id, ticketTypeId: type.id, quantity: request.quantity });
-  if (!taken) {
-    return reject('ORDER_REJECTED', 'sold_out', 'Not enough tickets of this type are left', { ticketTypeId: type.id });
+  // Every item's stock in this one transaction, in a fixed order: one short item rolls all of it back.
+  const short = await takeStockInOrder(
+    tx,
+    sale.id,
+    lines.map(({ item, type }) => ({ ticketTypeId: type.id, quantity: item.quantity })),
+  );
+  if (short) {
+    return reject('ORDER_REJECTED', 'sold_out', 'Not enough tickets of this type are left', {
+      ticketTypeId: short.soldOut,
+    });
   }
   if (confirmedNow) {
     await issueTickets(tx, sale.id);
@@ -289,24 +345,39 @@ const NO_SEATS: PreparedSeats = { holdToken: null, created: false, eventKey: nul
  */
 async function prepareSeats(deps: ActivityDeps, saleId: string, request: ReserveRequest): Promise<PreparedSeats> {
   const em = deps.orm.em.fork();
+  const items = reserveItemsOf(request);
   const date = await em.findOne(EventDate, { id: request.eventDateId }, ANY_TENANT);
-  const type = date ? await em.findOne(TicketType, { id: request.ticketTypeId, eventDate: date.id }, ANY_TENANT) : null;
+  const types = date
+    ? await em.find(TicketType, { id: { $in: items.map((item) => item.ticketTypeId) }, eventDate: date.id }, ANY_TENANT)
+    : [];
+  const typeById = new Map(types.map((type) => [type.id, type]));
   // Unknown, foreign or closed dates are refused by the transaction's own checks, with their own codes.
-  if (!date || !type || (request.pinnedWorkspaceId && date.workspace !== request.pinnedWorkspaceId)) return NO_SEATS;
+  if (!date || items.some((item) => !typeById.has(item.ticketTypeId))) return NO_SEATS;
+  if (request.pinnedWorkspaceId && date.workspace !== request.pinnedWorkspaceId) return NO_SEATS;
   if (date.virtualQueue && request.origin !== 'ORGANIZER' && !request.queueTurnAdmitted) {
     reject('QUEUE_REQUIRED', 'queue_turn_required', 'This date sells through a waiting room; join the queue first', {
       eventDateId: date.id,
     });
   }
-  const categoryKey = type.seatMapCategoryKey ?? null;
-  if (categoryKey === null) {
-    if (request.seats?.length) reject('VALIDATION_FAILED', 'not_numbered', 'This ticket type does not sell seats');
-    return NO_SEATS;
+  const lines = items.map((item) => ({
+    item,
+    categoryKey: typeById.get(item.ticketTypeId)?.seatMapCategoryKey ?? null,
+  }));
+  if (lines.some((line) => line.categoryKey === null && (line.item.seats?.length ?? 0) > 0)) {
+    reject('VALIDATION_FAILED', 'not_numbered', 'This ticket type does not sell seats');
   }
-  const labels = request.seats ?? [];
-  if (labels.length !== request.quantity || new Set(labels).size !== labels.length) {
+  const seated = lines.filter((line) => line.categoryKey !== null);
+  if (seated.length === 0) return NO_SEATS;
+  if (items.length > 1) {
+    // One hold token and one seat check per order keep the seat-map side of a sale simple: numbered tickets sell
+    // in one-item orders (the storefront refuses the mix before reaching here).
+    reject('VALIDATION_FAILED', 'seats_single_item', 'Numbered tickets are sold in one-item orders only');
+  }
+  const { item, categoryKey } = seated[0]!;
+  const labels = item.seats ?? [];
+  if (labels.length !== item.quantity || new Set(labels).size !== labels.length) {
     reject('VALIDATION_FAILED', 'seats_required', 'Numbered tickets need one distinct seat label per unit', {
-      quantity: request.quantity,
+      quantity: item.quantity,
       seats: labels.length,
     });
   }
@@ -421,7 +492,7 @@ export function createCheckoutActivities(deps: ActivityDeps) {
         if (sale.status === 'CONFIRMED') {
           await port.book({
             eventKey: prepared.eventKey,
-            labels: input.request.seats ?? [],
+            labels: reserveItemsOf(input.request).flatMap((item) => item.seats ?? []),
             holdToken: prepared.holdToken,
             orderId: sale.id,
           });
@@ -581,14 +652,12 @@ export function createCheckoutActivities(deps: ActivityDeps) {
           // The event was called off after this sale lapsed: the money goes back instead of selling a dead ticket.
           if (rows[0]?.event_status === 'CANCELLED') return { outcome: 'needs_refund' as const, status };
           const items = await tx.find(SaleItem, { sale: input.saleId });
-          for (const item of items) {
-            const taken = await takeStock(tx, {
-              saleId: input.saleId,
-              ticketTypeId: item.ticketType,
-              quantity: item.quantity,
-            });
-            if (!taken) throw new NoStock();
-          }
+          const short = await takeStockInOrder(
+            tx,
+            input.saleId,
+            items.map((item) => ({ ticketTypeId: item.ticketType, quantity: item.quantity })),
+          );
+          if (short) throw new NoStock();
           await tx.execute(
             `update sales set status = 'CONFIRMED', confirmed_at = now(), updated_at = now(), payment_provider = ?,
                payment_ref = ?, payment_status = ?, closed_at = null where id = ?`,

@@ -41,6 +41,8 @@
  *    subtotal. A tie goes to the member discount (the buyer keeps the code's use), except that a code making the
  *    order free wins a tie (a complimentary code stays the reason a free sale exists). `OrderPrice.appliedDiscount`
  *    says which one was used, so checkout spends a code's use only when the code applied.
+ * 10. An order of several items (`priceOrderItems`): each item priced by rules 4–9 on its own, the sale's amounts
+ *    are the sums; free only when every item is. Discount codes apply to one-item orders only.
  *
  * Pure: no I/O, no clock. Safe to import from Temporal workflow code.
  */
@@ -367,4 +369,43 @@ export function ticketTypeFeePolicy(
         : {}),
     },
   );
+}
+
+/** The amounts of an order of several items (one ticket type each), as stored on its sale. */
+export interface ItemsPrice {
+  readonly subtotal: MinorUnits;
+  readonly discountAmount: MinorUnits;
+  readonly serviceFee: MinorUnits;
+  readonly iva: MinorUnits;
+  readonly total: MinorUnits;
+  readonly organizerServiceFee: MinorUnits;
+  /** Every item is free: the sale is confirmed without a gateway. */
+  readonly free: boolean;
+  /** Each item's own price, in the order given. */
+  readonly items: readonly OrderPrice[];
+}
+
+/**
+ * Rule 10: each item is priced on its own by `priceOrder` (fees and IVA per ticket of its type, a member discount
+ * per ticket) and the sale's amounts are the sums, so the charge is still Σ quantity × buyerTotal of the quotes. A
+ * discount code is a per-order rule (rule 5), so only one-item orders carry one.
+ */
+export function priceOrderItems(items: readonly PriceOrderInput[]): ItemsPrice {
+  if (items.length === 0) throw new RangeError('an order has at least one item');
+  if (items.length > 1 && items.some((item) => item.discount)) {
+    throw new RangeError('a discount code applies to one-item orders only');
+  }
+  const priced = items.map((item) => priceOrder(item));
+  const sum = (pick: (price: OrderPrice) => MinorUnits): MinorUnits =>
+    priced.reduce((total, price) => addMinor(total, pick(price)), 0);
+  return {
+    subtotal: sum((price) => price.subtotal),
+    discountAmount: sum((price) => price.discountAmount),
+    serviceFee: sum((price) => price.serviceFee),
+    iva: sum((price) => price.iva),
+    total: sum((price) => price.total),
+    organizerServiceFee: sum((price) => price.organizerServiceFee),
+    free: priced.every((price) => price.free),
+    items: priced,
+  };
 }

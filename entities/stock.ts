@@ -100,12 +100,49 @@ export async function takeStock(
   return takes;
 }
 
+/** What a sale takes of one ticket type. */
+export interface StockRequest {
+  ticketTypeId: string;
+  quantity: number;
+}
+
+/**
+ * Takes the stock of every item of a sale, in the caller's transaction. Returns null when all was taken, or the
+ * first ticket type short of units; the caller then rolls the transaction back, so nothing stays reserved.
+ *
+ * Types are taken in ticket type id order, whatever the order's item order. A transaction only ever waits for a
+ * stock row while holding rows of lower ticket type ids (takeStock lets go of a row it waited for in vain, and
+ * spreads over one type's shards in shard order), so two orders naming the same types in opposite orders queue
+ * behind each other instead of deadlocking.
+ */
+export async function takeStockInOrder(
+  em: EntityManager,
+  saleId: string,
+  items: readonly StockRequest[],
+): Promise<{ soldOut: string } | null> {
+  const units = new Map<string, number>();
+  for (const item of items) units.set(item.ticketTypeId, (units.get(item.ticketTypeId) ?? 0) + item.quantity);
+  const ordered = [...units.keys()].sort();
+  for (const ticketTypeId of ordered) {
+    const taken = await takeStock(em, { saleId, ticketTypeId, quantity: units.get(ticketTypeId) ?? 0 });
+    if (!taken) return { soldOut: ticketTypeId };
+  }
+  return null;
+}
+
 /**
  * Returns every unit a sale holds to stock and forgets the allocation, in one statement. Running it again returns
  * nothing more (the allocation rows are gone), which is what makes release, expiry, cancel and refund idempotent.
  * Returns the number of units returned.
  */
 export async function releaseStock(em: EntityManager, saleId: string): Promise<number> {
+  // The update below touches its rows in no set order; locking them first in the order takeStockInOrder takes them
+  // keeps a release of a several-type sale from deadlocking with an order taking the same types.
+  await em.execute(
+    `select 1 from ticket_stock s join sale_stock_allocations a on a.ticket_type_id = s.ticket_type_id and a.shard = s.shard
+      where a.sale_id = ? order by s.ticket_type_id, s.shard for update of s`,
+    [saleId],
+  );
   const rows = await em.execute<{ quantity: number }[]>(
     `with released as (
        delete from sale_stock_allocations where sale_id = ? returning ticket_type_id, shard, quantity)

@@ -54,6 +54,7 @@ import {
   type ReleaseResult,
   type ReservedSale,
   releaseUpdate,
+  reserveItemsOf,
   reserveUpdate,
   SA,
   saleStatusChangedSignal,
@@ -62,6 +63,11 @@ import { rerunWhenEvicted, UNTIL_IT_WORKS } from './local-steps.js';
 
 /** The version marker: executions without it in their history replay the first version (checkout-legacy.ts). */
 export const CHECKOUT_V2 = 'checkout-v2-money-never-stranded';
+/**
+ * Executions recorded before it read every gateway B SALE_APPROVED of the paying charge, the first one too, as a
+ * re-notification (FT_SALE_APPROVED_POST_CONFIRM) once the sale was confirmed; they replay that way.
+ */
+const GATEWAY_B_FIRST_APPROVAL = 'checkout-gateway-b-first-approval';
 
 /**
  * Short, idempotent database transactions run inside the workflow task (local activities): no task-queue round
@@ -94,6 +100,14 @@ const rails = rerunWhenEvicted(
   proxyLocalActivities<PaymentActivities>({
     startToCloseTimeout: '10 seconds',
     scheduleToCloseTimeout: '30 seconds',
+    retry: UNTIL_IT_WORKS,
+  }),
+);
+/** Payment records read and written in the workflow task; money news waits on them, so no cap. */
+const paymentRecords = rerunWhenEvicted(
+  proxyLocalActivities<PaymentActivities>({
+    startToCloseTimeout: '15 seconds',
+    localRetryThreshold: '5 seconds',
     retry: UNTIL_IT_WORKS,
   }),
 );
@@ -364,7 +378,7 @@ class SaleCheckout {
     while (this.inbox.length > 0) {
       const notification = this.inbox.shift()!;
       const verdict = await this.readVerdict(notification);
-      if (verdict) await this.judge(verdict, notification.eventType);
+      if (verdict) await this.judge(verdict, notification.eventType, `notification:${notification.dedupeKey}`);
       if (notification.providerPaymentId) this.settledPayments.add(notification.providerPaymentId);
     }
   }
@@ -435,8 +449,15 @@ class SaleCheckout {
     return true;
   }
 
-  /** What a payment's verdict means for this sale, whatever its phase: one decision table for all money. */
-  private async judge(verdict: PaymentVerdict, eventType: string | null): Promise<void> {
+  /**
+   * What a payment's verdict means for this sale, whatever its phase: one decision table for all money. `noticeKey`
+   * is the recorded attempt of the notification being judged (null when found by asking the gateway).
+   */
+  private async judge(
+    verdict: PaymentVerdict,
+    eventType: string | null,
+    noticeKey: string | null = null,
+  ): Promise<void> {
     if (verdict.foreign) return;
     const payment = verdict.providerPaymentId;
     if (verdict.outcome !== 'approved') {
@@ -459,6 +480,16 @@ class SaleCheckout {
     if (payment === this.paidWith) {
       // Gateway B re-notifying a confirmed charge is how it reports refunds: recorded for the organizer.
       if (phase === 'confirmed' && verdict.gateway === 'GATEWAY_B' && eventType === 'SALE_APPROVED') {
+        if (payment && noticeKey && patched(GATEWAY_B_FIRST_APPROVAL)) {
+          // The first approval of this charge is no re-notification, even when asking the gateway confirmed the
+          // sale before it arrived (a buyer back on the page): only a repeat flags the sale.
+          await paymentRecords.flagGatewayBRenotification({
+            saleId: this.input.saleId,
+            providerPaymentId: payment,
+            noticeKey,
+          });
+          return;
+        }
         await db.recordPaymentStatus({
           saleId: this.input.saleId,
           paymentStatus: 'FT_SALE_APPROVED_POST_CONFIRM',
@@ -690,7 +721,9 @@ class SaleCheckout {
   private async reserve(request: Parameters<CheckoutActivities['reserveSale']>[0]['request']) {
     this.reserving = true;
     try {
-      const step = request.seats?.length ? reserveOnTaskQueue : reserveInWorkflowTask;
+      // Any item with seats calls the seat-map provider; a one-item request reads as before, so histories replay.
+      const seated = reserveItemsOf(request).some((item) => (item.seats?.length ?? 0) > 0);
+      const step = seated ? reserveOnTaskQueue : reserveInWorkflowTask;
       const result = await step.reserveSale({ saleId: this.input.saleId, request });
       if (!result.ok) {
         this.phase = 'rejected';

@@ -63,15 +63,29 @@ export interface BuyerDetails {
   nitDigit: string | null;
 }
 
+/** One line of an order: a ticket type of the order's date, its units and, for a numbered type, one seat per unit. */
+export interface ReserveItem {
+  ticketTypeId: string;
+  quantity: number;
+  seats: string[] | null;
+}
+
 export interface ReserveRequest {
   origin: 'CUSTOMER' | 'PUBLIC' | 'ORGANIZER';
   channel: 'WEB' | 'MOBILE' | 'POS' | 'ADMIN';
   /** Workspace pinned by the caller's API key, if any: the date must belong to it. */
   pinnedWorkspaceId: string | null;
   eventDateId: string;
+  /** The order's first item (the only one, for callers that sell one item); see `items`. */
   ticketTypeId: string;
   quantity: number;
   seats: string[] | null;
+  /**
+   * Every item of the order, all of one event date, each ticket type once; the first repeats ticketTypeId,
+   * quantity and seats. Absent from one-item requests and from histories recorded before orders had several
+   * items: `reserveItemsOf` reads those as their single item.
+   */
+  items?: ReserveItem[];
   holdToken: string | null;
   discountCode: string | null;
   buyerId: string | null;
@@ -87,6 +101,14 @@ export interface ReserveRequest {
   queueTurnAdmitted?: boolean;
 }
 
+/** The items of a reservation, whichever shape it was sent in (one-item requests and old histories carry none). */
+export function reserveItemsOf(
+  request: Pick<ReserveRequest, 'ticketTypeId' | 'quantity' | 'seats' | 'items'>,
+): ReserveItem[] {
+  if (request.items && request.items.length > 0) return request.items;
+  return [{ ticketTypeId: request.ticketTypeId, quantity: request.quantity, seats: request.seats }];
+}
+
 export type ReserveRejection = {
   ok: false;
   code:
@@ -100,7 +122,8 @@ export type ReserveRejection = {
     | 'SEAT_NOT_AVAILABLE'
     | 'HOLD_TOKEN_MISMATCH'
     | 'PURCHASE_SESSION_EXPIRED'
-    | 'QUEUE_REQUIRED';
+    | 'QUEUE_REQUIRED'
+    | 'MIXED_CURRENCY';
   reason: string;
   message: string;
   details?: Record<string, unknown>;
@@ -500,10 +523,26 @@ export const claimPurchaseSessionUpdate = defineUpdate<
   PurchaseSessionClaim,
   [{ sessionId: string | null; eventDateId: string; leaseMs: number }]
 >('claimPurchaseSession');
-/** Ends a claim: `ordered` hands the hold token to the order's checkout (the session no longer expires it). */
-export const finishPurchaseSessionOrderUpdate = defineUpdate<void, [{ sessionId: string; ordered: boolean }]>(
-  'finishPurchaseSessionOrder',
-);
+/**
+ * Ends a claim: `ordered` makes the session the one that created an order (ORDERED) and hands its hold token to the
+ * order's checkout (the session no longer expires it), unless the order used no seats.
+ */
+export const finishPurchaseSessionOrderUpdate = defineUpdate<
+  void,
+  [
+    {
+      sessionId: string;
+      ordered: boolean;
+      /**
+       * false: the order took no seats, so its checkout does not take the session's hold token (general admission).
+       * Absent in updates sent before general-admission orders moved their session to ORDERED: read as true.
+       */
+      holdTokenUsed?: boolean;
+      /** The order's reservation deadline (null: nothing to pay); the ORDERED session's expiry follows it. */
+      orderExpiresAtMs?: number | null;
+    },
+  ]
+>('finishPurchaseSessionOrder');
 export const releasePurchaseSessionUpdate = defineUpdate<PurchaseSessionClaim, [{ sessionId: string }]>(
   'releasePurchaseSession',
 );

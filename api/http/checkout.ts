@@ -30,6 +30,7 @@ const REJECTION_CODES: Record<ReserveRejection['code'], ErrorCode> = {
   HOLD_TOKEN_MISMATCH: 'HOLD_TOKEN_MISMATCH',
   PURCHASE_SESSION_EXPIRED: 'PURCHASE_SESSION_EXPIRED',
   QUEUE_REQUIRED: 'QUEUE_REQUIRED',
+  MIXED_CURRENCY: 'MIXED_CURRENCY',
 };
 
 export function rejectionError(rejection: ReserveRejection, publicOrigin: string): AppError {

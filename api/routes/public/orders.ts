@@ -6,6 +6,7 @@ import { AppError } from '../../../domain/errors.js';
 import { type PaymentGateway, saleGateway } from '../../../domain/gateways.js';
 import { isUuid } from '../../../entities/ids.js';
 import { Event, EventDate, Sale, TicketType, Workspace } from '../../../entities/index.js';
+import type { ITicketType } from '../../../entities/ticket-type.js';
 import {
   checkoutWorkflowId,
   openPaymentUpdate,
@@ -26,6 +27,9 @@ import type { ApiServices } from '../../services.js';
 import { presentedQueueToken } from '../customer/orders.js';
 import { orderPaymentPageUrl } from './order-payment-page.js';
 
+/** Items per storefront order; the contract sets no number, this keeps one order's transaction short. */
+const MAX_ITEMS_PER_ORDER = 10;
+
 const CreatePublicOrderBody = z.object({
   buyerEmail: z.email().max(254),
   buyerName: z.string().trim().min(2).max(120),
@@ -39,7 +43,19 @@ const CreatePublicOrderBody = z.object({
       }),
     )
     .min(1)
-    .max(1, 'one ticket type per order: place one order per ticket type'),
+    .max(MAX_ITEMS_PER_ORDER)
+    .refine((items) => new Set(items.map((item) => item.ticketTypeId)).size === items.length, {
+      message: 'each ticket type at most once per order: put all its units in one item',
+    })
+    .meta({
+      description:
+        `1 to ${MAX_ITEMS_PER_ORDER} items, each a different ticket type. All items must be ticket types of one ` +
+        'event date of one organizer, in one currency: items of another organizer are refused with 409 ' +
+        'MULTIPLE_ORGS, of another currency with 409 MIXED_CURRENCY, and of several dates of one organizer with ' +
+        '422 VALIDATION_FAILED (one order per date). Numbered (seated) ticket types are sold in one-item orders ' +
+        'only (422 otherwise). The stock of every item is reserved together or not at all: when one item is sold ' +
+        'out the answer is 409 with details.reason sold_out and details.ticketTypeId, and nothing is reserved.',
+    }),
   queueToken: z
     .string()
     .min(1)
@@ -125,6 +141,55 @@ async function openOrderPayment(services: ApiServices, sale: ReservedSale, gatew
   }
 }
 
+const itemsProblem = (message: string, details: Record<string, unknown> = {}): AppError =>
+  new AppError('VALIDATION_FAILED', `body.items: ${message}`, {
+    details: { fields: [{ field: 'body.items', message }], ...details },
+  });
+
+/**
+ * The ticket types of an order's items, refused in the contract's order: an unknown type (404), types of several
+ * organizers (409 MULTIPLE_ORGS), of several currencies (409 MIXED_CURRENCY), of several dates (422: a sale belongs
+ * to one date), and numbered types mixed with other items (422). Answers the first item's type, which names the
+ * order's date, event and workspace.
+ */
+async function orderedTypes(
+  em: FastifyRequest['em'],
+  items: ReadonlyArray<{ ticketTypeId: string; seats?: string[] | undefined }>,
+): Promise<ITicketType> {
+  const ids = items.map((item) => item.ticketTypeId);
+  const found = ids.every(isUuid)
+    ? await em.find(TicketType, { id: { $in: ids } }, { filters: { tenant: false } })
+    : [];
+  const byId = new Map(found.map((type) => [type.id, type]));
+  const types = ids.map((id) => byId.get(id));
+  const missing = ids.filter((_, index) => !types[index]);
+  if (missing.length > 0) {
+    throw new AppError('NOT_FOUND', 'Ticket type not found', { details: { ticketTypeIds: missing } });
+  }
+  const known = types as ITicketType[];
+  const distinct = (pick: (type: ITicketType) => string): string[] => [...new Set(known.map(pick))];
+  if (distinct((type) => type.workspace).length > 1) {
+    throw new AppError('MULTIPLE_ORGS', 'All tickets of one order must come from a single organizer');
+  }
+  const currencies = distinct((type) => type.currency);
+  if (currencies.length > 1) {
+    throw new AppError('MIXED_CURRENCY', 'All tickets of one order must be sold in the same currency', {
+      details: { currencies },
+    });
+  }
+  const dates = distinct((type) => type.eventDate);
+  if (dates.length > 1) {
+    throw itemsProblem('all items must be tickets of one event date: place one order per date', {
+      eventDateIds: dates,
+    });
+  }
+  const numbered = known.some((type) => type.seatMapCategoryKey !== null);
+  if (items.length > 1 && (numbered || items.some((item) => item.seats?.length))) {
+    throw itemsProblem('numbered (seated) tickets are sold in one-item orders: place one order for them');
+  }
+  return known[0]!;
+}
+
 /** Anonymous storefront orders (contract 4.18): reserve, then hand back where the buyer pays. */
 export const publicOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
   app.post(
@@ -134,15 +199,21 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
       schema: {
         tags: ['orders'],
         summary: 'Create an order and get the payment link (anonymous for general admission)',
+        description:
+          'One order is one sale of one event date. It may hold several items (ticket types of that date, each ' +
+          'once); items of several dates are refused with 422 VALIDATION_FAILED naming body.items: place one order ' +
+          'per date. Items of several organizers: 409 MULTIPLE_ORGS; of several currencies: 409 MIXED_CURRENCY. ' +
+          "Every item's stock is reserved in one transaction, all or nothing (sold out: 409, details.reason " +
+          'sold_out, details.ticketTypeId). Numbered ticket types sell in one-item orders only. The total is the ' +
+          "sum of the items' prices, each priced as the availability quotes it (buyerTotal × quantity).",
         body: CreatePublicOrderBody,
         response: { 200: dataOf(OrderCreatedSchema) },
       },
     },
     async (request) => {
       const body = request.body;
-      const item = body.items[0]!;
       let buyerId: string | null = null;
-      if (item.seats?.length) {
+      if (body.items.some((item) => item.seats?.length)) {
         const token = presentedSessionToken(request);
         const buyer = token ? await resolveBuyerSession(request, token) : null;
         buyerId = buyer?.buyerId ?? null;
@@ -153,15 +224,18 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
           );
         }
       }
-      const type = isUuid(item.ticketTypeId)
-        ? await request.em.findOne(TicketType, { id: item.ticketTypeId }, { filters: { tenant: false } })
-        : null;
-      if (!type) throw new AppError('NOT_FOUND', 'Ticket type not found');
+      const type = await orderedTypes(request.em, body.items);
       const date = await request.em.findOne(EventDate, { id: type.eventDate }, { filters: { tenant: false } });
       const queueToken = presentedQueueToken(request.headers) ?? body.queueToken ?? null;
       const queueTurnAdmitted = date?.virtualQueue
         ? await requireRedis('The waiting room', () => hasAdmittedTurn(services.redis, date.id, queueToken))
         : false;
+      const items = body.items.map((item) => ({
+        ticketTypeId: item.ticketTypeId,
+        quantity: item.quantity,
+        seats: item.seats ?? null,
+      }));
+      const first = items[0]!;
       const sale = await reserveThroughCheckout(
         services,
         {
@@ -169,9 +243,11 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
           channel: 'WEB',
           pinnedWorkspaceId: null,
           eventDateId: type.eventDate,
-          ticketTypeId: type.id,
-          quantity: item.quantity,
-          seats: item.seats ?? null,
+          ticketTypeId: first.ticketTypeId,
+          quantity: first.quantity,
+          seats: first.seats,
+          // One-item orders keep the one-item request shape the checkout has always been sent.
+          ...(items.length > 1 ? { items } : {}),
           holdToken: null,
           discountCode: null,
           // An order with seats belongs to the buyer account; general admission stays anonymous.
