@@ -241,6 +241,31 @@ export function createPaymentActivities(deps: ActivityDeps) {
       return transaction.status === 'NO_TRANSACTION_FOUND' ? [] : [gatewayBVerdict(transaction, sale)];
     },
 
+    /**
+     * Gateway B's SALE_APPROVED for the charge that already paid the sale. Only a repeat is a re-notification (how
+     * gateway B reports a refund) and flags the sale FT_SALE_APPROVED_POST_CONFIRM for the organizer: the first one
+     * can arrive after asking the gateway confirmed the sale, and is then just late news of that same payment. A
+     * repeat is an earlier approved notification of this transaction under another event id (`noticeKey` is this
+     * one's attempt dedupe key, already recorded, so a redelivery of the same event is no repeat either).
+     */
+    async flagGatewayBRenotification(input: {
+      saleId: string;
+      providerPaymentId: string;
+      noticeKey: string;
+    }): Promise<{ flagged: boolean }> {
+      const rows = await deps.orm.em.fork().execute<{ id: string }[]>(
+        `update sales set payment_status = 'FT_SALE_APPROVED_POST_CONFIRM', updated_at = now()
+          where id = ? and exists (
+            select 1 from payment_attempts a
+             where a.sale_id = sales.id and a.gateway = 'GATEWAY_B' and a.kind = 'NOTIFICATION'
+               and a.provider_payment_id = ? and a.status in ('APPROVED', 'SALE_APPROVED')
+               and a.dedupe_key is distinct from ?)
+          returning id`,
+        [input.saleId, input.providerPaymentId, input.noticeKey],
+      );
+      return { flagged: rows.length > 0 };
+    },
+
     /** Returns an approved payment to the buyer. Idempotent per payment: the gateway sees the same key on retries. */
     async refundPayment(input: { saleId: string; gateway: Gateway; providerPaymentId: string | null; reason: string }) {
       const { sale } = await loadSale(input.saleId);

@@ -2,14 +2,16 @@
  * Purchase session: the buyer's one live seat-map session, across workspaces (contract part 3). The execution owns
  * the hold token of the live session and its timer (the map clock):
  *
- * open ─▶ ACTIVE ──order placed──▶ ORDERED (the checkout owns the token now) ──another open──▶ SUPERSEDED
+ * open ─▶ ACTIVE ──order placed──▶ ORDERED (seats: the checkout owns the token now) ──another open──▶ SUPERSEDED
  *           ├─ another open ──────▶ SUPERSEDED (token expired, seats free)
  *           ├─ buyer releases ────▶ RELEASED (token expired, seats free)
  *           └─ clock runs out ────▶ EXPIRED (token expired, seats free)
  *
  * An ORDERED session that is superseded keeps no say over its order: the order's checkout keeps the token and its
  * own reservation timer, and the old session id answers SUPERSEDED to the payment POSTs (contract 4.3: the session
- * that created an order counts only as long as no other session was opened since).
+ * that created an order counts only as long as no other session was opened since). An order without seats makes the
+ * session ORDERED as well, so no map clock refuses that order's payment; its expiry then follows the order, and its
+ * token, which no checkout takes, is expired.
  *
  * A session claimed by an order in flight keeps its token until the order settles, even if superseded or released
  * meanwhile; the token is expired when the order ends without using it, or when its claim lapses.
@@ -73,6 +75,11 @@ const EXPIRE_RETRY_MAX_MS = 5 * 60_000;
  * payments) and kept the WorkspaceId they started with; they replay that way.
  */
 const PER_BUYER_PATCH = 'purchase-session-per-buyer';
+/**
+ * Executions recorded before it kept a session ACTIVE (on its map clock) after a general-admission order, so its
+ * clock could refuse the order's payment as EXPIRED; they replay that way.
+ */
+const GENERAL_ADMISSION_ORDER_PATCH = 'purchase-session-ga-ordered';
 
 type Session = CarriedPurchaseSession;
 
@@ -286,7 +293,20 @@ async function purchaseSessionWithCleanup(input: PurchaseSessionInput): Promise<
     const session = sessions.get(request.sessionId);
     if (!session) return;
     session.busyUntilMs = 0;
-    if (request.ordered) {
+    if (request.ordered && request.holdTokenUsed === false && patched(GENERAL_ADMISSION_ORDER_PATCH)) {
+      // The session that created an order answers for its payment until a newer one supersedes it (contract 4.3):
+      // ORDERED has no map clock, so the order's own reservation is what bounds the payment.
+      if (session.state === 'ACTIVE') {
+        session.state = 'ORDERED';
+        if (request.orderExpiresAtMs) session.expiresAtMs = request.orderExpiresAtMs;
+      }
+      // No seats went with the order, so no checkout took the token: it is ours to expire (an ORDERED session
+      // places no other order, so nothing held with it could still be bought).
+      if (session.tokenOwned) {
+        session.tokenOwned = false;
+        queueExpiry(session.holdToken);
+      }
+    } else if (request.ordered) {
       if (session.state === 'ACTIVE') session.state = 'ORDERED';
       // The order placed with this token owns it now (even if the session was superseded meanwhile).
       session.tokenOwned = false;

@@ -67,6 +67,7 @@ const activities = {
   confirmLatePayment: async (input: { saleId: string; paymentRef: string | null }) =>
     worldOf(input.saleId).confirmLatePayment(input.paymentRef),
   recordPaymentStatus: async () => undefined,
+  flagGatewayBRenotification: async () => ({ flagged: false }),
   recordAttempt: async (input: {
     saleId: string;
     kind: string;

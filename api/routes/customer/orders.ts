@@ -41,6 +41,7 @@ import {
   presentedPurchaseSession,
   requiresPurchaseSession,
   type SessionClaim,
+  type SessionOrderOutcome,
 } from './purchase-sessions.js';
 
 /** The virtual-queue turn token (POST /api/public/queue/{eventDateId}), as X-Queue-Token. */
@@ -312,7 +313,7 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
         });
       }
       if (seats && (!claim || claim.session.holdToken !== body.holdToken)) {
-        await claim?.finish(false);
+        await claim?.finish({ ordered: false });
         throw new AppError(
           'HOLD_TOKEN_MISMATCH',
           "holdToken is not the hold token of the buyer's live purchase session",
@@ -326,7 +327,7 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
             hasAdmittedTurn(services.redis, date.id, presentedQueueToken(request.headers)),
           )
         : false;
-      let ordered = false;
+      let outcome: SessionOrderOutcome = { ordered: false };
       try {
         const sale = await reserveThroughCheckout(
           services,
@@ -356,10 +357,12 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
           },
           saleKey,
         );
-        ordered = seats !== null;
+        // Seated or not, the session that created the order stays valid for its payment (contract 4.3); only a
+        // seated order takes the session's hold token.
+        outcome = { ordered: true, holdTokenUsed: seats !== null, orderExpiresAtMs: sale.expiresAtMs };
         return reply.status(201).send({ data: toCreateResult(sale) });
       } finally {
-        await claim?.finish(ordered);
+        await claim?.finish(outcome);
       }
     },
   );

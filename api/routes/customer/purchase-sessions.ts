@@ -119,10 +119,18 @@ export async function requiresPurchaseSession(em: EntityManager, workspaceId: st
   return workspace?.requiresPurchaseSession ?? false;
 }
 
+/**
+ * How an order placed under a claimed session ended: not placed, or placed (the session becomes the one that
+ * created it, and answers for its payment while the reservation lives).
+ */
+export type SessionOrderOutcome =
+  | { ordered: false }
+  | { ordered: true; holdTokenUsed: boolean; orderExpiresAtMs: number | null };
+
 /** What an order does with the buyer's purchase session: claims it, then reports how the order ended. */
 export interface SessionClaim {
   session: PurchaseSessionView;
-  finish(ordered: boolean): Promise<void>;
+  finish(outcome: SessionOrderOutcome): Promise<void>;
 }
 
 /**
@@ -157,9 +165,9 @@ export async function claimPurchaseSession(
   const session = claim.session;
   return {
     session,
-    finish: async (ordered) => {
+    finish: async (outcome) => {
       await handle
-        .executeUpdate(finishPurchaseSessionOrderUpdate, { args: [{ sessionId: session.id, ordered }] })
+        .executeUpdate(finishPurchaseSessionOrderUpdate, { args: [{ sessionId: session.id, ...outcome }] })
         .catch(() => undefined);
     },
   };
@@ -195,8 +203,9 @@ export async function checkPurchaseSessionHeader(
 }
 
 /**
- * Why a payment may not go on under this session. ORDERED passes: the session that created the order counts until
- * another session is opened, which makes it SUPERSEDED (contract 4.3).
+ * Why a payment may not go on under this session. ORDERED passes, whatever the map clock says: the session that
+ * created the order counts until another session is opened, which makes it SUPERSEDED (contract 4.3); the order's
+ * own reservation deadline is checked on the sale.
  */
 function sessionRefusal(view: PurchaseSessionView): PurchaseSessionRefusal | null {
   if (view.state === 'SUPERSEDED') {
