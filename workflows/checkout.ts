@@ -59,7 +59,7 @@ import {
   SA,
   saleStatusChangedSignal,
 } from './definitions.js';
-import { rerunWhenEvicted, UNTIL_IT_WORKS } from './local-steps.js';
+import { DATABASE_STEP, GATEWAY_CALL, MONEY_BACK, rerunWhenEvicted, UNTIL_IT_WORKS } from './local-steps.js';
 
 /** The version marker: executions without it in their history replay the first version (checkout-legacy.ts). */
 export const CHECKOUT_V2 = 'checkout-v2-money-never-stranded';
@@ -74,13 +74,7 @@ const GATEWAY_B_FIRST_APPROVAL = 'checkout-gateway-b-first-approval';
  * trip per step. Retried without a cap, so a database restart delays the sale instead of failing it; an error no
  * retry can fix is thrown non-retryable by the activity and ends the step at once.
  */
-const db = rerunWhenEvicted(
-  proxyLocalActivities<CheckoutActivities>({
-    startToCloseTimeout: '15 seconds',
-    localRetryThreshold: '5 seconds',
-    retry: UNTIL_IT_WORKS,
-  }),
-);
+const db = rerunWhenEvicted(proxyLocalActivities<CheckoutActivities>(DATABASE_STEP));
 /**
  * The reservation is bounded as a whole so it can never outlive the wait for it: when it gives up, the execution
  * compensates whatever a lost-answer attempt may have committed. With numbered seats it calls the seat-map
@@ -104,23 +98,11 @@ const rails = rerunWhenEvicted(
   }),
 );
 /** Payment records read and written in the workflow task; money news waits on them, so no cap. */
-const paymentRecords = rerunWhenEvicted(
-  proxyLocalActivities<PaymentActivities>({
-    startToCloseTimeout: '15 seconds',
-    localRetryThreshold: '5 seconds',
-    retry: UNTIL_IT_WORKS,
-  }),
-);
+const paymentRecords = rerunWhenEvicted(proxyLocalActivities<PaymentActivities>(DATABASE_STEP));
 /** Gateway calls a buyer or the story waits on: a few tries, then "ask again later" instead of a failure. */
-const gateways = proxyActivities<PaymentActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 4 },
-});
+const gateways = proxyActivities<PaymentActivities>(GATEWAY_CALL);
 /** Money must go back: retried without a cap; the story then waits for the gateway to report it refunded. */
-const refunds = proxyActivities<PaymentActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '10 minutes' },
-});
+const refunds = proxyActivities<PaymentActivities>(MONEY_BACK);
 /** Seat-map calls leave the process, so they run on the task queue; compensation must happen, so no cap. */
 const seatMap = proxyActivities<SeatActivities>({ startToCloseTimeout: '30 seconds', retry: UNTIL_IT_WORKS });
 /** One email per sale, a bounded effort: a failure to mail never stands in front of money handling. */

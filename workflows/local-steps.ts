@@ -8,6 +8,25 @@ export const UNTIL_IT_WORKS = {
   maximumInterval: '30 seconds',
 } as const;
 
+/** A short database transaction in the workflow task (local activity): no cap, since money news waits on it. */
+export const DATABASE_STEP = {
+  startToCloseTimeout: '15 seconds',
+  localRetryThreshold: '5 seconds',
+  retry: UNTIL_IT_WORKS,
+} as const;
+
+/** A gateway call a buyer or the story waits on: a few tries, then "ask again later" instead of a failure. */
+export const GATEWAY_CALL = {
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 4 },
+} as const;
+
+/** Money must go back: retried without a cap; the story then waits for the gateway to report it refunded. */
+export const MONEY_BACK = {
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '10 minutes' },
+} as const;
+
 type Steps = Record<string, (...args: never[]) => Promise<unknown>>;
 
 /**

@@ -36,7 +36,7 @@ import type {
   MembershipVerdict,
   OpenPayment,
 } from '../activities/memberships.js';
-import { rerunWhenEvicted, UNTIL_IT_WORKS } from './local-steps.js';
+import { DATABASE_STEP, GATEWAY_CALL, MONEY_BACK, rerunWhenEvicted } from './local-steps.js';
 import {
   type CancelledBy,
   cancelMembershipUpdate,
@@ -53,23 +53,11 @@ import {
 } from './membership-definitions.js';
 
 /** Database steps: short transactions in the workflow task, retried without a cap (a database restart only delays). */
-const db = rerunWhenEvicted(
-  proxyLocalActivities<MembershipActivities>({
-    startToCloseTimeout: '15 seconds',
-    localRetryThreshold: '5 seconds',
-    retry: UNTIL_IT_WORKS,
-  }),
-);
+const db = rerunWhenEvicted(proxyLocalActivities<MembershipActivities>(DATABASE_STEP));
 /** Gateway reads and link creation: a few tries, then "ask again later" instead of a failure. */
-const gateways = proxyActivities<MembershipActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 4 },
-});
+const gateways = proxyActivities<MembershipActivities>(GATEWAY_CALL);
 /** Money must go back: retried without a cap; the story then waits for the gateway to report it refunded. */
-const refunds = proxyActivities<MembershipActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '10 minutes' },
-});
+const refunds = proxyActivities<MembershipActivities>(MONEY_BACK);
 /** Emails go beside the story, a bounded effort each: a mail outage never stands in front of money handling. */
 const mail = proxyActivities<MembershipActivities>({
   startToCloseTimeout: '1 minute',

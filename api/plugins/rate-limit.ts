@@ -4,7 +4,6 @@ import fp from 'fastify-plugin';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts } from 'rate-limiter-flexible';
 import {
-  RATE_LIMIT_NAMES,
   RATE_LIMIT_REDIS_TIMEOUT_MS,
   type RateLimitName,
   type RateLimitSpec,

@@ -1,16 +1,9 @@
-/**
- * Metrics end to end: a worker of this test's own (test/support/metrics-worker.ts, wired as worker/main.ts) on a
- * private task queue runs the purchases of an in-process API, so its /metrics moves by exactly their events, which a
- * scrape before and after compares. The shared worker's counters move with every suite running meanwhile; its
- * endpoint is checked for what it serves, including the Temporal SDK's own worker metrics.
- */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../../scripts/support/processes.js';
 import { createOrganizer, type Organizer } from '../support/fixtures.js';
-import { privateTaskQueue } from '../support/private-stack.js';
+import { type PrivateProcess, privateTaskQueue, startWorkerScript } from '../support/private-stack.js';
 import { names, parseMetrics, type Series, scrape, total } from '../support/prometheus.js';
 import {
   cardToken,
@@ -46,49 +39,19 @@ const BUSINESS_COUNTERS = [
   'ticketing_reconciler_fixes_total',
 ];
 
-let worker: ChildProcess;
+let worker: PrivateProcess | undefined;
 let workerMetricsUrl: string;
 let api: TestApi;
 let shortApi: TestApi;
 let organizer: Organizer;
 
-async function startMetricsWorker(taskQueue: string, metricsPort: number, sdkPort: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/metrics-worker.ts'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      NODE_OPTIONS: '',
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      WORKER_METRICS_PORT: String(metricsPort),
-      TEMPORAL_METRICS_BIND_ADDRESS: `127.0.0.1:${sdkPort}`,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`metrics worker did not start: ${output}`)), 90_000);
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('ready')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`metrics worker exited (${code}): ${output}`));
-    });
-  });
-  return child;
-}
-
 beforeAll(async () => {
   const [metricsPort, sdkPort] = await freePorts(2);
   const taskQueue = privateTaskQueue('metrics');
-  worker = await startMetricsWorker(taskQueue, metricsPort!, sdkPort!);
+  worker = await startWorkerScript('test/support/metrics-worker.ts', taskQueue, {
+    WORKER_METRICS_PORT: String(metricsPort),
+    TEMPORAL_METRICS_BIND_ADDRESS: `127.0.0.1:${sdkPort}`,
+  });
   workerMetricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
   api = await startTestApi({ TEMPORAL_TASK_QUEUE: taskQueue });
   shortApi = await startTestApi({ TEMPORAL_TASK_QUEUE: taskQueue, PAYMENT_WINDOW_OVERRIDE_MS: '3000' });
@@ -97,11 +60,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await shortApi?.close();
   await api?.close();
-  if (worker && worker.exitCode === null) {
-    const exited = new Promise((resolve) => worker.once('exit', resolve));
-    worker.kill('SIGTERM');
-    await exited;
-  }
+  await worker?.close();
 });
 
 const email = (label: string) => `${label}-${Math.random().toString(36).slice(2, 10)}@buyers.test`;

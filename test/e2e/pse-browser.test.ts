@@ -3,10 +3,11 @@
  * bank page, picks a bank, confirms, and is sent back through our return endpoint to the shop's returnUrl. The sale
  * confirms only when the bank settles and the gateway's signed notification arrives.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../support/browser.js';
 import { createOrganizer } from '../support/fixtures.js';
 import {
   customerOrder,
@@ -19,29 +20,13 @@ import {
 } from '../support/purchase.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-
 let api: TestApi;
 let browser: Browser;
 const profile = mkdtempSync(join(tmpdir(), 'ticketing-chromium-'));
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM))
-    throw new Error(`Chromium not found at ${CHROMIUM}; npm test installs Debian's chromium, or set CHROMIUM_PATH`);
   api = await startTestApi();
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {

@@ -3,34 +3,18 @@
  * opens the order's hosted payment page, whose gateway B button script (the sandbox's stand-in) mounts the button;
  * the buyer pays at the gateway's checkout and is sent back to the page, which then shows the order paid.
  */
-import { existsSync } from 'node:fs';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../support/browser.js';
 import { createOrganizer } from '../support/fixtures.js';
 import { eventually, publishEvent } from '../support/purchase.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 let api: TestApi;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM))
-    throw new Error(`Chromium not found at ${CHROMIUM}; npm test installs Debian's chromium, or set CHROMIUM_PATH`);
   api = await startTestApi({ PUBLIC_RATE_LIMIT_PER_MINUTE: '10000' });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {

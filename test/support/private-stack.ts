@@ -29,8 +29,16 @@ export const privateTaskQueue = (label: string): string =>
  * A worker (test/support/flaky-worker.ts with no failures injected) polling `taskQueue`, with extra environment
  * (a private SANDBOX_URL, for instance). Resolves once it polls.
  */
-export async function startPrivateWorker(taskQueue: string, env: Record<string, string> = {}): Promise<PrivateProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/flaky-worker.ts'], {
+export const startPrivateWorker = (taskQueue: string, env: Record<string, string> = {}): Promise<PrivateProcess> =>
+  startWorkerScript('test/support/flaky-worker.ts', taskQueue, env);
+
+/** A worker process started from `script` (it prints "ready" once it polls `taskQueue`). */
+export async function startWorkerScript(
+  script: string,
+  taskQueue: string,
+  env: Record<string, string> = {},
+): Promise<PrivateProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
     cwd: ROOT,
     env: { ...process.env, ...env, NODE_OPTIONS: '', TEMPORAL_TASK_QUEUE: taskQueue },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -40,7 +48,7 @@ export async function startPrivateWorker(taskQueue: string, env: Record<string, 
     output += chunk.toString();
   });
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`private worker did not start: ${output}`)), 90_000);
+    const timer = setTimeout(() => reject(new Error(`${script} did not start: ${output}`)), 90_000);
     child.stdout?.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       if (output.includes('ready')) {
@@ -50,7 +58,7 @@ export async function startPrivateWorker(taskQueue: string, env: Record<string, 
     });
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`private worker exited (${code}): ${output}`));
+      reject(new Error(`${script} exited (${code}): ${output}`));
     });
   });
   return { close: () => stop(child) };
