@@ -581,6 +581,20 @@ export const unfinishedPurchases = (result: ScenarioResult): string[] =>
     .filter((payer) => result.statuses.get(payer.saleId ?? '') !== 'CONFIRMED')
     .map((payer) => `#${payer.index} ${payer.saleId}: ${payer.outcome} / ${result.statuses.get(payer.saleId ?? '')}`);
 
+/** Logs the checkout history of every sale a violation names by reference, so a failing run explains itself. */
+export async function logViolatingCheckouts(
+  stack: FaultStack,
+  violations: readonly string[],
+  log: (line: string) => void,
+): Promise<void> {
+  const references = [...new Set(violations.flatMap((line) => line.match(/FT-[0-9A-Z]{8}/g) ?? []))];
+  for (const reference of references) {
+    const rows = await stack.pool.query<{ id: string }>('select id from sales where reference = $1', [reference]);
+    const saleId = rows.rows[0]?.id;
+    if (saleId) log(`${reference} (${saleId}) checkout history:\n${await checkoutHistory(stack, saleId)}`);
+  }
+}
+
 /** A compact account of a sale's checkout execution (event types with times), for a failing assertion. */
 export async function checkoutHistory(stack: FaultStack, saleId: string): Promise<string> {
   const { client, connection } = await connectTemporalClient({
