@@ -49,9 +49,6 @@ async function noBrokenExecutions(env: NodeJS.ProcessEnv): Promise<boolean> {
   }
 }
 
-/** Fault files that restart the machine's own services, which every other test shares. */
-const SHARED_SERVICE_FAULTS = ['test/faults/postgres-restart', 'test/faults/redis-restart'];
-
 const work = mkdtempSync(join(tmpdir(), 'ticketing-test-'));
 // Every run gets its own ports, database and Redis index, so two runs on one machine never share state.
 const runId = `${process.pid}`;
@@ -158,23 +155,9 @@ try {
   // on a full run, or when asked for (`npm test -- test/faults`).
   const faultsOnly = jestArgs.some((arg) => arg.includes('test/faults'));
   exitCode = faultsOnly ? 0 : await run('jest', ['--ci', ...jestArgs, '--testPathIgnorePatterns=test/faults'], jestEnv);
-  if (exitCode === 0 && faultsOnly) {
+  if (exitCode === 0 && (!focused || faultsOnly)) {
     console.log('» fault injection, serial (restarts the worker, API, Temporal, Redis and PostgreSQL)');
-    exitCode = await run('jest', ['--ci', '--runInBand', ...jestArgs], jestEnv);
-  } else if (exitCode === 0 && !focused) {
-    // Faults inside a file's own private stack (worker, API, Temporal, gateways) cannot disturb another file, so
-    // those files run two at a time; restarting the machine's PostgreSQL or Redis would, so those run alone, last.
-    console.log('» fault injection in private stacks (worker, API, Temporal, gateways), two files at a time');
-    const machineWide = SHARED_SERVICE_FAULTS.join('|');
-    exitCode = await run(
-      'jest',
-      ['--ci', '--maxWorkers=2', 'test/faults', `--testPathIgnorePatterns=${machineWide}`],
-      jestEnv,
-    );
-    if (exitCode === 0) {
-      console.log("» fault injection on the machine's PostgreSQL and Redis, serial");
-      exitCode = await run('jest', ['--ci', '--runInBand', ...SHARED_SERVICE_FAULTS], jestEnv);
-    }
+    exitCode = await run('jest', ['--ci', '--runInBand', ...(faultsOnly ? jestArgs : ['test/faults'])], jestEnv);
   }
   if (exitCode === 0 && !focused) {
     console.log('» no execution of the whole run failed, was terminated or timed out');
