@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { SandboxSecrets } from './config.js';
 import type { DeliveryRecord, Notifier } from './notifier.js';
-import { escapeHtml, hexId, issuesText, sameSecret, withQuery } from './support.js';
+import { escapeHtml, hexId, issuesText, sameSecret, sendPage, withQuery } from './support.js';
 
 /**
  * Gateway A stand-in, imitating Mercado Pago's REST API under `/gateway-a`:
@@ -590,24 +590,24 @@ export class GatewayASandbox {
   #bankPage(request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply) {
     const preference = this.#preferences.get(request.params.id);
     if (!preference)
-      return this.#html(reply, 404, 'Pago no encontrado', '<p id="not-found">This checkout does not exist.</p>');
+      return sendPage(reply, 404, 'Pago no encontrado', '<p id="not-found">This checkout does not exist.</p>');
     if (this.#expired(preference)) {
-      return this.#html(
+      return sendPage(
         reply,
         410,
         'Pago vencido',
         '<p id="expired">This checkout has expired. Start the purchase again.</p>',
       );
     }
-    return this.#html(reply, 200, 'PSE · Pagos Seguros en Línea', this.#bankForm(preference, null));
+    return sendPage(reply, 200, 'PSE · Pagos Seguros en Línea', this.#bankForm(preference, null));
   }
 
   #bankDecision(request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply) {
     const preference = this.#preferences.get(request.params.id);
     if (!preference)
-      return this.#html(reply, 404, 'Pago no encontrado', '<p id="not-found">This checkout does not exist.</p>');
+      return sendPage(reply, 404, 'Pago no encontrado', '<p id="not-found">This checkout does not exist.</p>');
     if (this.#expired(preference)) {
-      return this.#html(
+      return sendPage(
         reply,
         410,
         'Pago vencido',
@@ -616,13 +616,13 @@ export class GatewayASandbox {
     }
     const parsed = PseForm.safeParse(request.body);
     if (!parsed.success) {
-      return this.#html(reply, 400, 'PSE · Pagos Seguros en Línea', this.#bankForm(preference, 'Choose what to do.'));
+      return sendPage(reply, 400, 'PSE · Pagos Seguros en Línea', this.#bankForm(preference, 'Choose what to do.'));
     }
     const form = parsed.data;
     if (form.decision === 'card') return this.#payByCardOnPage(reply, preference, form.cardholder_name ?? 'APRO');
     const bank = PSE_BANKS.find((b) => b.code === form.bank);
     if (form.decision === 'confirm' && !bank) {
-      return this.#html(reply, 400, 'PSE · Pagos Seguros en Línea', this.#bankForm(preference, 'Select your bank.'));
+      return sendPage(reply, 400, 'PSE · Pagos Seguros en Línea', this.#bankForm(preference, 'Select your bank.'));
     }
 
     const now = new Date();
@@ -672,7 +672,7 @@ export class GatewayASandbox {
   /** A test card paid on the checkout page of a preference that accepts cards (never on a PSE-only one). */
   #payByCardOnPage(reply: FastifyReply, preference: Preference, cardholderName: string) {
     if (!acceptsCards(preference)) {
-      return this.#html(
+      return sendPage(
         reply,
         400,
         'PSE · Pagos Seguros en Línea',
@@ -717,7 +717,7 @@ export class GatewayASandbox {
           ? preference.backUrls.pending
           : preference.backUrls.failure;
     if (!target) {
-      return this.#html(
+      return sendPage(
         reply,
         200,
         'Resultado del pago',
@@ -781,20 +781,6 @@ ${problem ? `<p id="error" role="alert">${escapeHtml(problem)}</p>` : ''}
 </form>`
         : ''
     }`;
-  }
-
-  #html(reply: FastifyReply, status: number, title: string, body: string) {
-    return reply
-      .code(status)
-      .type('text/html; charset=utf-8')
-      .send(
-        `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>` +
-          '<meta name="viewport" content="width=device-width, initial-scale=1">' +
-          '<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:2rem auto;padding:0 1rem}' +
-          'label,select,input,button{display:block;margin:.5rem 0}.sandbox{color:#a15c00}.actions{display:flex;gap:1rem}' +
-          '#error{color:#b00020}</style></head>' +
-          `<body><main><h1>${escapeHtml(title)}</h1>${body}</main></body></html>`,
-      );
   }
 
   #expired(preference: Preference): boolean {

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { SandboxSecrets } from './config.js';
 import type { DeliveryRecord, Notifier } from './notifier.js';
-import { alphanumericId, bogotaTime, escapeHtml, issuesText, sameSecret, withQuery } from './support.js';
+import { alphanumericId, bogotaTime, escapeHtml, issuesText, sameSecret, sendPage, withQuery } from './support.js';
 
 /**
  * Gateway B stand-in, imitating Bold's payment button and its server-side APIs under `/gateway-b`:
@@ -307,16 +307,16 @@ export class GatewayBSandbox {
   /** The hosted checkout the button opens: the order, and the buyer's choice of outcome. */
   #checkoutPage(request: FastifyRequest, reply: FastifyReply) {
     const form = ButtonForm.safeParse(request.body ?? {});
-    if (!form.success) return this.#html(reply, 400, 'Bold checkout', errorNote(issuesText(form.error)));
+    if (!form.success) return sendPage(reply, 400, 'Bold checkout', errorNote(issuesText(form.error)));
     const refused = this.#buttonRefusal(form.data);
-    if (refused) return this.#html(reply, refused.status, 'Bold checkout', errorNote(refused.message, refused.code));
+    if (refused) return sendPage(reply, refused.status, 'Bold checkout', errorNote(refused.message, refused.code));
     const button = form.data;
     const hidden = Object.entries(button)
       .filter((entry): entry is [string, string] => typeof entry[1] === 'string')
       .map(([name, value]) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`)
       .join('');
     const methods = PAYMENT_METHODS.map((method) => `<option value="${method}">${method}</option>`).join('');
-    return this.#html(
+    return sendPage(
       reply,
       200,
       'Bold checkout',
@@ -343,7 +343,7 @@ export class GatewayBSandbox {
   /** The buyer's decision: the same charge as the control call, then back to the merchant's redirection URL. */
   async #checkoutDecision(request: FastifyRequest, reply: FastifyReply) {
     const form = CheckoutDecision.safeParse(request.body ?? {});
-    if (!form.success) return this.#html(reply, 400, 'Bold checkout', errorNote(issuesText(form.error)));
+    if (!form.success) return sendPage(reply, 400, 'Bold checkout', errorNote(issuesText(form.error)));
     const decision = form.data;
     const result = await this.pay({
       ...payInputOf(decision),
@@ -351,9 +351,9 @@ export class GatewayBSandbox {
       ...(decision['payment-method'] ? { paymentMethod: decision['payment-method'] } : {}),
       ...(decision.email ? { payerEmail: decision.email } : {}),
     });
-    if (!result.ok) return this.#html(reply, result.status, 'Bold checkout', errorNote(result.message, result.code));
+    if (!result.ok) return sendPage(reply, result.status, 'Bold checkout', errorNote(result.message, result.code));
     if (result.redirectUrl) return reply.redirect(result.redirectUrl, 302);
-    return this.#html(
+    return sendPage(
       reply,
       200,
       'Bold checkout',
@@ -368,20 +368,6 @@ export class GatewayBSandbox {
       return { ok: false, status: 400, code: 'VALIDATION_FAILED', message: issuesText(parsed.error) };
     }
     return this.#refusal(parsed.data);
-  }
-
-  #html(reply: FastifyReply, status: number, title: string, body: string) {
-    return reply
-      .code(status)
-      .type('text/html; charset=utf-8')
-      .send(
-        `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>` +
-          '<meta name="viewport" content="width=device-width, initial-scale=1">' +
-          '<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:2rem auto;padding:0 1rem}' +
-          'label,select,input,button{display:block;margin:.5rem 0}.sandbox{color:#a15c00}.actions{display:flex;gap:1rem}' +
-          '#error{color:#b00020}</style></head>' +
-          `<body><main><h1>${escapeHtml(title)}</h1>${body}</main></body></html>`,
-      );
   }
 
   // ---- provider endpoints -------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import type { FastifyReply } from 'fastify';
 import type { z } from 'zod';
 
 /** Small helpers shared by the sandbox providers. */
@@ -43,4 +44,19 @@ export function sameSecret(given: string | undefined, expected: string): boolean
   if (given === undefined) return false;
   const digest = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
   return timingSafeEqual(digest(given), digest(expected));
+}
+
+/** A provider's browser page (bank page, hosted checkout): one plain, self-contained HTML document. */
+export function sendPage(reply: FastifyReply, status: number, title: string, body: string) {
+  return reply
+    .code(status)
+    .type('text/html; charset=utf-8')
+    .send(
+      `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>` +
+        '<meta name="viewport" content="width=device-width, initial-scale=1">' +
+        '<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:2rem auto;padding:0 1rem}' +
+        'label,select,input,button{display:block;margin:.5rem 0}.sandbox{color:#a15c00}.actions{display:flex;gap:1rem}' +
+        '#error{color:#b00020}</style></head>' +
+        `<body><main><h1>${escapeHtml(title)}</h1>${body}</main></body></html>`,
+    );
 }
