@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { RateLimitName } from '../../config/rate-limits.js';
 import { AppError } from '../../domain/errors.js';
 import { enforceNamedLimit, type RateLimitResult } from '../plugins/rate-limit.js';
+import { withDeadline } from './deadline.js';
 
 /**
  * Counts one hit of `key` against the configured limit `name` (config/rate-limits.ts) and answers 429 RATE_LIMITED
@@ -22,12 +23,8 @@ export function consumeRateLimit(request: FastifyRequest, name: RateLimitName, k
  * own refusals of a command (ReplyError: a bug, not an outage) still surface as they are.
  */
 export async function requireRedis<T>(what: string, work: () => Promise<T>, timeoutMs = 2000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`redis did not answer within ${timeoutMs} ms`)), timeoutMs);
-  });
   try {
-    return await Promise.race([work(), expired]);
+    return await withDeadline(work(), timeoutMs, `redis did not answer within ${timeoutMs} ms`);
   } catch (error) {
     if (error instanceof AppError || (error instanceof Error && error.name === 'ReplyError')) throw error;
     const unavailable = new AppError('SERVICE_UNAVAILABLE', `${what} is unavailable for a moment; retry shortly`, {
@@ -36,7 +33,5 @@ export async function requireRedis<T>(what: string, work: () => Promise<T>, time
     });
     unavailable.cause = error; // for the log line of the 503; the body never carries it
     throw unavailable;
-  } finally {
-    clearTimeout(timer);
   }
 }

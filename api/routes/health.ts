@@ -1,6 +1,7 @@
 import proto from '@temporalio/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { withDeadline } from '../http/deadline.js';
 import { publicAccess } from '../http/route-access.js';
 import type { ApiServices } from '../services.js';
 
@@ -11,10 +12,7 @@ const HealthSchema = z.object({
 
 async function probe(check: () => Promise<unknown>, timeoutMs = 2000): Promise<'ok' | 'down'> {
   try {
-    await Promise.race([
-      check(),
-      new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), timeoutMs)),
-    ]);
+    await withDeadline(check(), timeoutMs, 'timeout');
     return 'ok';
   } catch {
     return 'down';

@@ -7,6 +7,7 @@ import { checkWebhookTarget, type HostResolver } from '../../../domain/webhook-t
 import { isUuid, newId } from '../../../entities/ids.js';
 import { Webhook } from '../../../entities/index.js';
 import { encryptSecret, generateSigningSecret, type IWebhook, WEBHOOK_EVENTS } from '../../../entities/webhook.js';
+import { withDeadline } from '../../http/deadline.js';
 import { dataOf, listOf } from '../../http/envelope.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
@@ -18,18 +19,8 @@ const RESOLVE_TIMEOUT_MS = 3_000;
 
 /** The system resolver with a deadline: registration must not hang on a slow DNS server. */
 const systemResolver: HostResolver = async (hostname) => {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const found = await Promise.race([
-      lookup(hostname, { all: true, verbatim: true }),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error('DNS timeout')), RESOLVE_TIMEOUT_MS);
-      }),
-    ]);
-    return found.map((entry) => ({ address: entry.address, family: entry.family === 6 ? 6 : 4 }));
-  } finally {
-    clearTimeout(timer);
-  }
+  const found = await withDeadline(lookup(hostname, { all: true, verbatim: true }), RESOLVE_TIMEOUT_MS, 'DNS timeout');
+  return found.map((entry) => ({ address: entry.address, family: entry.family === 6 ? 6 : 4 }));
 };
 
 const EventsSchema = z
