@@ -10,6 +10,7 @@ import { MembershipSubscription } from './membership-subscription.js';
 import { OutboxEvent } from './outbox-event.js';
 import { PaymentAttempt } from './payment-attempt.js';
 import { Sale, SaleItem, SaleStockAllocation } from './sale.js';
+import { SalePaymentTotals } from './sale-payment-totals.js';
 import { PayoutAccount, Settlement, SettlementAdjustment, SettlementFile, SettlementSale } from './settlement.js';
 import { Ticket } from './ticket.js';
 import { TicketStock } from './ticket-stock.js';
@@ -37,6 +38,7 @@ export {
   PayoutAccount,
   Sale,
   SaleItem,
+  SalePaymentTotals,
   SaleStockAllocation,
   Settlement,
   SettlementAdjustment,
@@ -75,6 +77,7 @@ export const ALL_ENTITIES = [
   SaleStockAllocation,
   Ticket,
   PaymentAttempt,
+  SalePaymentTotals,
   Webhook,
   OutboxEvent,
   MembershipPayment,

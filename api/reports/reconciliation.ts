@@ -1,6 +1,7 @@
 /**
  * Financial reconciliation: each sale that involves money (CONFIRMED or REFUNDED, or any gateway attempt) set
- * against what the gateways did with it, from the recorded payment attempts:
+ * against what the gateways did with it, from the recorded payment attempts as the database folds them per sale while
+ * they are written (sale_payment_totals; the folding rules are its SQL function, see that migration):
  *   charged    Σ distinct approved payments (the amount the gateway reported, else the sale's total, which is the
  *              only amount the checkout ever accepts);
  *   refunded   Σ refunds the gateway reports done; refundsPending counts those still in flight;
@@ -15,7 +16,7 @@ import { SALE_STATUSES } from '../../domain/sale-state.js';
 import type { ExportColumnKind, ExportSource } from './exports.js';
 import { BooleanParam, checkRange, RANGE_SHAPE, type Scope, saleConditions } from './filters.js';
 import { run } from './queries.js';
-import { joinSql, raw, type Sql, sql } from './sql.js';
+import { raw, type Sql, sql } from './sql.js';
 
 export const ReconciliationQuery = z
   .object({
@@ -26,12 +27,6 @@ export const ReconciliationQuery = z
   .superRefine(checkRange);
 export type ReconciliationFilters = z.infer<typeof ReconciliationQuery>;
 
-/** Gateway A and B spell "approved" differently in what the checkout records (as the reconciler reads them). */
-const APPROVED = raw(`((a.gateway = 'GATEWAY_A' and a.status = 'approved')
-  or (a.gateway = 'GATEWAY_B' and a.status in ('APPROVED', 'SALE_APPROVED')))`);
-/** One payment: its provider id, or the sale on that gateway when the gateway gave none. */
-const PAYMENT_KEY = raw(`coalesce(a.provider_payment_id, a.gateway || ':' || a.sale_id)`);
-
 export const MISMATCH_REASONS = [
   'refund_in_flight',
   'confirmed_without_payment',
@@ -41,49 +36,20 @@ export const MISMATCH_REASONS = [
 ] as const;
 export type MismatchReason = (typeof MISMATCH_REASONS)[number];
 
+/** The sale's own columns a row shows beside the money. */
+const SALE_COLUMNS = raw('s.reference, s.channel, s.payment_provider, s.payment_ref, s.created_at, s.confirmed_at');
+
 /**
- * The per-sale rows, filtered. Without a page, the money columns only (what the totals add up); with one, the
- * newest `limit` rows (after the keyset position `after`), newest first, with the sale's own columns joined to
- * those rows alone: carried through every row, the wide columns were most of the work of the mismatch filter.
+ * The per-sale rows of the filter (without any page position), computed once per statement: the totals and the
+ * page of one request come from the same rows. `withSaleColumns` carries the sale's own columns in every row (an
+ * export shows thousands of them); a page joins them to its few rows instead.
  */
-function reconciled(
-  scope: Scope,
-  filters: ReconciliationFilters,
-  page?: { limit: number; after?: string | undefined },
-): Sql {
-  const after = page?.after;
-  const where = joinSql([saleConditions(scope, filters), ...(after ? [sql`s.id < ${after}`] : [])], ' and ');
+function reconciledRows(scope: Scope, filters: ReconciliationFilters, withSaleColumns = false): Sql {
   const mismatchOnly =
-    filters.mismatch === undefined ? raw('true') : filters.mismatch ? raw('r.mismatch') : raw('not r.mismatch');
-  // One pass over the attempts groups them per payment (approval and refund of one payment land together, so a
-  // refund without an amount takes its payment's), a second folds payments per sale; both are hash aggregates.
-  return sql`with payments as (
-      select a.sale_id, max(s.total) as total,
-             bool_or(a.kind <> 'REFUND' and ${APPROVED}) as approved,
-             max(a.amount) filter (where a.kind <> 'REFUND' and ${APPROVED}) as approved_amount,
-             bool_or(a.kind = 'REFUND') as refund_asked,
-             bool_or(a.kind = 'REFUND' and a.status = 'refunded') as refund_done,
-             max(a.amount) filter (where a.kind = 'REFUND') as refund_amount
-        from payment_attempts a join sales s on s.id = a.sale_id
-       where ${where}
-       group by a.sale_id, ${PAYMENT_KEY}),
-    per_sale as (
-      select sale_id, count(*) filter (where approved) as payments,
-             coalesce(sum(coalesce(approved_amount, total)) filter (where approved), 0) as charged,
-             coalesce(sum(coalesce(refund_amount, approved_amount, total)) filter (where refund_done), 0) as refunded,
-             count(*) filter (where refund_asked and not refund_done) as pending
-        from payments group by sale_id),
-    -- Materialized: with order by id and a limit on top the planner would walk sales by id and re-aggregate the
-    -- attempts for each one (a nested loop), and under the totals each parallel worker would aggregate them all
-    -- again; computed once, it is one hash join whatever the page.
-    money as materialized (
-      select s.id, s.status, s.payment_status, s.total, coalesce(p.payments, 0) as payments,
-             coalesce(p.charged, 0) as charged, coalesce(p.refunded, 0) as refunded, coalesce(p.pending, 0) as pending,
-             case when s.status = 'CONFIRMED' and s.payment_provider is not null and s.payment_ref is not null
-                  then s.total else 0 end as expected
-        from sales s left join per_sale p on p.sale_id = s.id
-       where ${where} and (s.status in ('CONFIRMED', 'REFUNDED') or p.sale_id is not null)),
-    reasoned as (
+    filters.mismatch === undefined ? raw('true') : filters.mismatch ? raw('reason is not null') : raw('reason is null');
+  // The attempts are folded per sale as they are written (sale_payment_totals, kept by the database in the same
+  // transaction as each attempt): one hash join of two narrow tables, whatever the period.
+  return sql`select r.*, r.reason is not null as mismatch from (
       select m.*, m.charged - m.refunded as net,
              case when m.pending > 0 then 'refund_in_flight'
                   when m.expected > 0 and m.charged = 0 then 'confirmed_without_payment'
@@ -91,17 +57,26 @@ function reconciled(
                   when m.charged - m.refunded <> m.expected then 'amount_differs'
                   when m.status = 'CONFIRMED' and m.payment_status = 'FT_SALE_APPROVED_POST_CONFIRM' then 'gateway_renotified'
              end as reason
-        from money m),
-    reconciled as (select r.*, r.reason is not null as mismatch from reasoned r)
-    ${
-      page
-        ? sql`select r.*, s.reference, s.channel, s.payment_provider, s.payment_ref, s.created_at, s.confirmed_at
-                from (select r.* from reconciled r where ${mismatchOnly} order by r.id desc limit ${page.limit}) r
-                join sales s on s.id = r.id
-               order by r.id desc`
-        : sql`select r.* from reconciled r where ${mismatchOnly}`
-    }`;
+        from (select s.id, s.status, s.payment_status, s.total, coalesce(p.approved_payments, 0) as payments,
+                     coalesce(p.charged, 0) as charged, coalesce(p.refunded, 0) as refunded,
+                     coalesce(p.refunds_pending, 0) as pending,
+                     case when s.status = 'CONFIRMED' and s.payment_provider is not null and s.payment_ref is not null
+                          then s.total else 0 end as expected${withSaleColumns ? sql`, ${SALE_COLUMNS}` : raw('')}
+                from sales s left join sale_payment_totals p on p.sale_id = s.id
+               where ${saleConditions(scope, filters)}
+                 and (s.status in ('CONFIRMED', 'REFUNDED') or p.sale_id is not null)) m) r
+     where ${mismatchOnly}`;
 }
+
+/**
+ * The newest `limit` rows (after the keyset position `after`), newest first, with the sale's own columns joined to
+ * those rows alone (carried through every row, the wide columns were most of the work of the mismatch filter).
+ */
+const pageOf = (page: { limit: number; after?: string | undefined }): Sql =>
+  sql`select p.*, ${SALE_COLUMNS}
+        from (select r.* from reconciled r ${page.after ? sql`where r.id < ${page.after}` : raw('')}
+               order by r.id desc limit ${page.limit}) p
+        join sales s on s.id = p.id`;
 
 type Numeric = string | number | null;
 
@@ -181,41 +156,45 @@ export interface ReconciliationTotals {
   mismatches: number;
 }
 
-export async function reconciliationTotals(
-  em: EntityManager,
-  scope: Scope,
-  filters: ReconciliationFilters,
-): Promise<ReconciliationTotals> {
-  const [row] = await run<Record<keyof ReconciliationTotals, Numeric>>(
-    em,
-    sql`select count(*) as "sales",
-               coalesce(sum(t.total) filter (where t.status = 'CONFIRMED'), 0) as "confirmedAmount",
-               coalesce(sum(t.charged), 0) as "charged", coalesce(sum(t.refunded), 0) as "refunded",
-               coalesce(sum(t.pending), 0) as "refundsPending", coalesce(sum(t.expected), 0) as "expectedAtGateway",
-               coalesce(sum(t.net), 0) as "netAtGateway", count(*) filter (where t.mismatch) as "mismatches"
-          from (${reconciled(scope, filters)}) t`,
-  );
-  return {
-    sales: Number(row?.sales ?? 0),
-    confirmedAmount: Number(row?.confirmedAmount ?? 0),
-    charged: Number(row?.charged ?? 0),
-    refunded: Number(row?.refunded ?? 0),
-    refundsPending: Number(row?.refundsPending ?? 0),
-    expectedAtGateway: Number(row?.expectedAtGateway ?? 0),
-    netAtGateway: Number(row?.netAtGateway ?? 0),
-    mismatches: Number(row?.mismatches ?? 0),
-  };
-}
-
-/** One page, newest sale first; `after` is the keyset position (the last sale id of the previous page). */
-export async function reconciliationPage(
+/**
+ * The totals over the filter and one page of it, newest sale first (`after` is the keyset position: the last sale id
+ * of the previous page), from one statement. Every row carries the totals (prefixed `total_`); when the page is
+ * empty, one row carries them alone.
+ */
+export async function reconciliation(
   em: EntityManager,
   scope: Scope,
   filters: ReconciliationFilters,
   page: { limit: number; after?: string | undefined },
-): Promise<ReconciliationRow[]> {
-  const rows = await run<RawRow>(em, reconciled(scope, filters, page));
-  return rows.map(toReconciliationRow);
+): Promise<{ totals: ReconciliationTotals; rows: ReconciliationRow[] }> {
+  const rows = await run<RawRow & Record<`total_${keyof ReconciliationTotals}`, Numeric>>(
+    em,
+    sql`with reconciled as materialized (${reconciledRows(scope, filters)}),
+        totals as (
+          select count(*) as "total_sales",
+                 coalesce(sum(t.total) filter (where t.status = 'CONFIRMED'), 0) as "total_confirmedAmount",
+                 coalesce(sum(t.charged), 0) as "total_charged", coalesce(sum(t.refunded), 0) as "total_refunded",
+                 coalesce(sum(t.pending), 0) as "total_refundsPending",
+                 coalesce(sum(t.expected), 0) as "total_expectedAtGateway",
+                 coalesce(sum(t.net), 0) as "total_netAtGateway",
+                 count(*) filter (where t.mismatch) as "total_mismatches"
+            from reconciled t),
+        page as (${pageOf(page)})
+      select totals.*, page.* from totals left join page on true order by page.id desc`,
+  );
+  const first = rows[0];
+  const total = (column: keyof ReconciliationTotals): number => Number(first?.[`total_${column}`] ?? 0);
+  const totals: ReconciliationTotals = {
+    sales: total('sales'),
+    confirmedAmount: total('confirmedAmount'),
+    charged: total('charged'),
+    refunded: total('refunded'),
+    refundsPending: total('refundsPending'),
+    expectedAtGateway: total('expectedAtGateway'),
+    netAtGateway: total('netAtGateway'),
+    mismatches: total('mismatches'),
+  };
+  return { totals, rows: rows.filter((row) => row.id !== null).map(toReconciliationRow) };
 }
 
 /** The CSV export of the same rows, newest first (streamed and capped by exports.ts). */
@@ -250,7 +229,8 @@ export function reconciliationSource(scope: Scope, filters: ReconciliationFilter
              x.payments as "approvedPayments", x.charged as "charged", x.refunded as "refunded",
              x.pending as "refundsPending", x.expected as "expectedAtGateway", x.net as "netAtGateway",
              x.mismatch as "mismatch", x.reason as "mismatchReason"
-        from (${reconciled(scope, filters, { limit })}) x
-       order by x.id desc`,
+        from (${reconciledRows(scope, filters, true)}) x
+       order by x.id desc
+       limit ${limit}`,
   };
 }

@@ -38,9 +38,8 @@ import { BUCKETS, byEvent, inventory, summary, timeseries } from '../../reports/
 import {
   MISMATCH_REASONS,
   ReconciliationQuery,
-  reconciliationPage,
+  reconciliation,
   reconciliationSource,
-  reconciliationTotals,
 } from '../../reports/reconciliation.js';
 
 // ------------------------------------------------------------------------------------------------ schemas
@@ -373,10 +372,7 @@ export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
       const scope = await scopeOf(request);
       const { limit, cursor, ...filters } = request.query;
       const after = decodeCursor(cursor);
-      const [totals, fetched] = await Promise.all([
-        reconciliationTotals(request.em, scope, filters),
-        reconciliationPage(request.em, scope, filters, { limit: limit + 1, after }),
-      ]);
+      const { totals, rows: fetched } = await reconciliation(request.em, scope, filters, { limit: limit + 1, after });
       const rows = fetched.slice(0, limit);
       const last = rows[rows.length - 1];
       const hasMore = fetched.length > limit;
