@@ -68,6 +68,11 @@ export const CHECKOUT_V2 = 'checkout-v2-money-never-stranded';
  * re-notification (FT_SALE_APPROVED_POST_CONFIRM) once the sale was confirmed; they replay that way.
  */
 const GATEWAY_B_FIRST_APPROVAL = 'checkout-gateway-b-first-approval';
+/**
+ * Executions recorded before it retried a failed ask of the gateway on the poll interval, which each failure doubled:
+ * after an outage at the deadline the answer could wait minutes. They replay that way.
+ */
+const OWED_ASK_RETRY = 'checkout-owed-ask-retry';
 
 /**
  * Short, idempotent database transactions run inside the workflow task (local activities): no task-queue round
@@ -113,6 +118,8 @@ const mail = proxyActivities<TicketActivities>({
 
 const DEFAULT_PAYMENT_POLL_MS = 30_000;
 const MAX_PULL_INTERVAL_MS = 5 * 60_000;
+/** A failed ask is retried soon after, then less often while it keeps failing (up to MAX_PULL_INTERVAL_MS). */
+const OWED_ASK_FIRST_RETRY_MS = 5_000;
 const REFUND_CHECK_FIRST_MS = 5_000;
 const REFUND_CHECK_MAX_MS = 10 * 60_000;
 
@@ -234,6 +241,8 @@ class SaleCheckout {
   private lateListeningUntilMs: number | null = null;
   private emailing: Promise<void> | null = null;
 
+  /** Wait before asking again after a failed ask; null while the last ask succeeded. */
+  private owedRetryMs: number | null = null;
   constructor(private readonly input: CheckoutInput) {
     this.pullIntervalMs = input.paymentPollMs ?? DEFAULT_PAYMENT_POLL_MS;
     this.registerHandlers();
@@ -423,6 +432,7 @@ class SaleCheckout {
         status: verdict.rawStatus,
         statusDetail: verdict.statusDetail,
         amount: null,
+    this.owedRetryMs = null;
         dedupeKey: `pull:${verdict.providerPaymentId ?? this.input.saleId}:${verdict.rawStatus}`,
         note: 'found by asking the gateway (pull reconciliation)',
       });
@@ -936,8 +946,19 @@ class SaleCheckout {
 
   private msUntil(deadlineMs: number, nextPullAtMs: number | null): number {
     const until = nextPullAtMs === null ? deadlineMs : Math.min(deadlineMs, nextPullAtMs);
+  /**
+   * The last ask of the gateway failed (or a notification could not be read): an answer is owed. It is a retry, not
+   * a poll: it comes back within seconds and backs off on its own schedule, so money whose notifications were lost
+   * during an outage is resolved soon after the outage, not one grown poll interval later.
+   */
     return Math.max(0, until - Date.now());
   }
+    if (patched(OWED_ASK_RETRY)) {
+      const first = Math.min(OWED_ASK_FIRST_RETRY_MS, this.input.paymentPollMs ?? DEFAULT_PAYMENT_POLL_MS);
+      this.owedRetryMs = this.owedRetryMs === null ? first : Math.min(this.owedRetryMs * 2, MAX_PULL_INTERVAL_MS);
+      this.nextPullAtMs = Date.now() + this.owedRetryMs;
+      return;
+    }
 
   private status(): CheckoutStatus {
     return {

@@ -11,10 +11,14 @@
  * different switches (gateway A down, seat map down) run side by side to keep the file short. Every switch is set
  * back to `ok` in `finally` and again after each test and after the file.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { saleIdFor } from '../../api/http/checkout.js';
 import { createBuyers, publishEvent as publishOnStack } from '../../bench/lib/fixtures.js';
 import { checkoutStatusQuery, checkoutWorkflowId, refundWorkflowId } from '../../workflows/definitions.js';
+import { replayHistories, showHistory, writeHistory } from '../replay/recorder.js';
 import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
 import {
   cardToken,
@@ -500,6 +504,69 @@ test('every gateway notification lost: pull reconciliation confirms the sale, ne
     expect(attempts.filter((a) => a.kind === 'NOTIFICATION' && a.status === 'approved')).toEqual([]);
   }
 }, 120_000);
+
+test('gateway A down when the deadline asks and every notification lost: the owed ask is retried within seconds of its return', async () => {
+  const event = await publishEvent(deadlineApi, organizer, { capacity: 5 });
+  const { token, order } = await buyerReserves(deadlineApi, event, 'owed-ask');
+  await transferAtBank(deadlineApi, token, order.saleId);
+
+  await setFault('notifications', 'down');
+  let backAt = 0;
+  try {
+    const { notification } = await settle(order.reference);
+    expect(notification).toMatchObject({ delivered: false });
+    await setFault('gateway-a', 'down');
+    try {
+      // Nobody looks at the order: the deadline's ask spends its 4 attempts on the outage, and the sale is closed
+      // unpaid with an answer owed.
+      const closed = await eventually(
+        () => saleOf(order.saleId),
+        (sale) => sale.status !== 'PENDING',
+        60_000,
+      );
+      expect(closed.status).toBe('ABANDONED');
+      await eventually(
+        () => activitiesGivenUp(checkoutWorkflowId(order.saleId)),
+        (gaveUp) => gaveUp.some((step) => step.activity === 'findSalePayments'),
+        30_000,
+      );
+    } finally {
+      await setFault('gateway-a', 'ok');
+      backAt = Date.now();
+    }
+  } finally {
+    await setFault('notifications', 'ok');
+  }
+
+  // The poll interval had grown to a minute by then (the old schedule asked again 60 s after the failure at the
+  // earliest); an owed answer is retried on its own short schedule: 5 s, then 10 s, each ask trying for ~7 s.
+  const sale = await eventually(
+    () => saleOf(order.saleId),
+    (current) => current.status === 'CONFIRMED',
+    40_000,
+  );
+  log(`owed ask: CONFIRMED ${Date.now() - backAt} ms after gateway A came back`);
+  const payments = await gatewayPayments(order.reference);
+  expect(payments.map((p) => p.status)).toEqual(['approved']);
+  expect(sale).toMatchObject({ status: 'CONFIRMED', paymentRef: String(payments[0]?.id) });
+  const attempts = await attemptsOf(order.saleId);
+  expect(attempts).toContainEqual(
+    expect.objectContaining({ kind: 'STATUS_CHECK', status: 'approved', providerPaymentId: String(payments[0]?.id) }),
+  );
+  expect(attempts.filter((a) => a.kind === 'REFUND')).toEqual([]);
+
+  // The owed-ask schedule is a versioned change of the checkout: its history must replay (and is the committed
+  // fixture when recording).
+  await quiet(checkoutWorkflowId(order.saleId));
+  const scratch = mkdtempSync(join(tmpdir(), 'owed-ask-'));
+  try {
+    const json = showHistory(deadlineApi.env.TEMPORAL_ADDRESS, checkoutWorkflowId(order.saleId));
+    const file = writeHistory(json, 'checkout-owed-ask-retry', scratch);
+    expect(replayHistories([file]).map((result) => result.ok)).toEqual([true]);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}, 150_000);
 
 test('a notification at the grace deadline is processed, and one after the checkout closed starts a fresh run: both CONFIRMED', async () => {
   const event = await publishEvent(lateApi, organizer, { capacity: 5 });
