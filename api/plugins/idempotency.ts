@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError } from '../../domain/errors.js';
 import { newId } from '../../entities/ids.js';
+import { decryptSecret, encryptSecret } from '../../entities/webhook.js';
 import type { ApiServices } from '../services.js';
 import { presentedSessionToken, resolveBuyerSession } from './customer-auth.js';
 
@@ -133,12 +134,18 @@ export const idempotencyPlugin = fp(
       return null;
     }
 
+    // Stored responses can hold credentials shown once (an API key, a buyer session token): sealed at rest with
+    // the secrets key, as every other secret is, and opened only to replay them to the same principal.
+    const seal = (body: unknown): string => encryptSecret(JSON.stringify(body), services.env.SECRETS_ENCRYPTION_KEY);
+    const unseal = (stored: unknown): string =>
+      typeof stored === 'string' ? decryptSecret(stored, services.env.SECRETS_ENCRYPTION_KEY) : JSON.stringify(stored);
+
     function replay(reply: FastifyReply, record: StoredRecord): FastifyReply {
       return reply
         .status(record.response_status ?? 200)
         .header('idempotent-replayed', 'true')
         .header('content-type', 'application/json; charset=utf-8')
-        .send(JSON.stringify(record.response_body));
+        .send(unseal(record.response_body));
     }
 
     app.addHook('preHandler', async (request, reply) => {
@@ -197,7 +204,7 @@ export const idempotencyPlugin = fp(
       }
       await db().execute(
         `update idempotency_records set state = 'completed', response_status = ?, response_body = ? where id = ?`,
-        [reply.statusCode, JSON.stringify(body), claimed.recordId],
+        [reply.statusCode, JSON.stringify(seal(body)), claimed.recordId],
       );
       return payload;
     });
