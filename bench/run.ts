@@ -20,7 +20,8 @@
  *   --ops <n>               operations per baseline (default 5000; quick 1500)
  *   --sweep C:N:A,…         sweep points (capacity:connections:attempts)
  *   --skip <phase,…>        any of confirm, baselines, storm, sweep
- *   --temporal <mode>       file (default, as scripts/test.ts runs it), wal or memory: dev-server persistence
+ *   --temporal <mode>       file (default, as scripts/test.ts runs it), wal or memory: dev-server persistence;
+ *                           server: the production Temporal server on PostgreSQL (scripts/support/temporal-server.ts)
  * Every phase is also time-boxed (no new request starts after its box; in-flight ones finish), so a full run stays
  * near 10 minutes however slow the stack is; the JSON records how many attempts fit in each box. Payments run on
  * at most 50 connections and the storm's reservations on 16 (see the phases).
@@ -34,6 +35,7 @@ import pg from 'pg';
 import { connectTemporalClient } from '../config/temporal.js';
 import { initOrm } from '../entities/orm.js';
 import { TEMPORAL_CLI_VERSION } from '../scripts/support/temporal.js';
+import { TEMPORAL_SERVER_VERSION } from '../scripts/support/temporal-server.js';
 import { createOrganizer } from '../test/support/fixtures.js';
 import { healthProbeWorkflowId } from '../workflows/definitions.js';
 import { HttpClient } from './lib/http.js';
@@ -57,7 +59,7 @@ import {
   temporalTaskLatency,
 } from './lib/profile.js';
 import { type SweepPoint, sweepHtml, table } from './lib/report.js';
-import { BENCH_TASK_QUEUE, ROOT, startBenchStack, type TemporalMode } from './lib/stack.js';
+import { BENCH_TASK_QUEUE, ROOT, startBenchStack, TEMPORAL_MODES, type TemporalMode } from './lib/stack.js';
 
 // ------------------------------------------------------------------------------------------------ options
 
@@ -84,8 +86,8 @@ function parseArgs(argv: string[]) {
     return { capacity, connections, attempts };
   });
   const temporalMode = flags.get('temporal') ?? 'file';
-  if (temporalMode !== 'file' && temporalMode !== 'wal' && temporalMode !== 'memory') {
-    throw new Error('--temporal must be file, wal or memory');
+  if (!TEMPORAL_MODES.includes(temporalMode as TemporalMode)) {
+    throw new Error(`--temporal must be one of ${TEMPORAL_MODES.join(', ')}`);
   }
   const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
   return {
@@ -412,7 +414,7 @@ target('expiry storm: stock exact', storm ? (storm.exact ? 1 : 0) : null, '= 1',
 
 const lines: string[] = [];
 lines.push(
-  `machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGb} GB, Linux ${machine.kernel}, Node ${machine.node}, Postgres ${machine.postgres}, Temporal CLI ${machine.temporalCli} dev server (${args.temporalMode}); pool ${POOL_MAX}`,
+  `machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGb} GB, Linux ${machine.kernel}, Node ${machine.node}, Postgres ${machine.postgres}, ${args.temporalMode === 'server' ? `Temporal server ${TEMPORAL_SERVER_VERSION} on PostgreSQL` : `Temporal CLI ${machine.temporalCli} dev server (${args.temporalMode})`}; pool ${POOL_MAX}`,
 );
 if (flashRun) {
   lines.push(

@@ -19,6 +19,7 @@ import {
   waitFor,
 } from '../../scripts/support/processes.js';
 import { startTemporalDevServer, temporalBinary } from '../../scripts/support/temporal.js';
+import { startTemporalServer } from '../../scripts/support/temporal-server.js';
 import { SEARCH_ATTRIBUTES } from '../../workflows/definitions.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -30,13 +31,36 @@ export const EMPTY_TASK_QUEUE = 'bench-empty';
  * `wal` is the same file with journal_mode=WAL and synchronous=NORMAL; `memory` keeps everything in memory. The
  * dev server is the only Temporal on this machine; the modes show how much of the ceiling is its persistence.
  */
-export type TemporalMode = 'file' | 'wal' | 'memory';
+export type TemporalMode = 'file' | 'wal' | 'memory' | 'server';
+export const TEMPORAL_MODES: readonly TemporalMode[] = ['file', 'wal', 'memory', 'server'];
+/** History shards of the production server in the bench: one per core is plenty on one box. */
+const BENCH_HISTORY_SHARDS = Number(process.env.BENCH_TEMPORAL_SHARDS ?? 4);
 
 async function startTemporal(
   mode: TemporalMode,
-  options: { port: number; uiPort: number; dbFile: string; logFile: string },
+  options: { port: number; uiPort: number; dbFile: string; logFile: string; databaseUrl: string; work: string },
 ): Promise<ManagedProcess> {
   if (mode === 'file') return startTemporalDevServer(options);
+  if (mode === 'server') {
+    // The production topology (scripts/support/temporal-server.ts) on fresh databases beside the bench's own.
+    const base = new URL(options.databaseUrl).pathname.slice(1);
+    for (const name of [`${base}_temporal`, `${base}_temporal_visibility`]) {
+      const url = new URL(options.databaseUrl);
+      url.pathname = `/${name}`;
+      await dropDatabase(url.href).catch(() => undefined);
+    }
+    return startTemporalServer({
+      databaseUrl: options.databaseUrl,
+      persistence: `${base}_temporal`,
+      visibility: `${base}_temporal_visibility`,
+      shards: BENCH_HISTORY_SHARDS,
+      port: options.port,
+      uiPort: options.uiPort,
+      workDir: join(options.work, 'temporal-server'),
+      logFile: options.logFile,
+      uiLogFile: options.logFile.replace(/\.log$/, '-ui.log'),
+    });
+  }
   const args = [
     'server',
     'start-dev',
@@ -119,7 +143,16 @@ export async function startBenchStack(options: {
   const stop = async () => {
     for (const child of [...started].reverse()) await child.stop('SIGTERM', 10_000).catch(() => undefined);
     rmSync(work, { recursive: true, force: true });
-    if (!process.env.KEEP_BENCH_DATABASE) await dropDatabase(options.databaseUrl).catch(() => undefined);
+    if (!process.env.KEEP_BENCH_DATABASE) {
+      await dropDatabase(options.databaseUrl).catch(() => undefined);
+      if (options.temporalMode === 'server') {
+        for (const suffix of ['_temporal', '_temporal_visibility']) {
+          const url = new URL(options.databaseUrl);
+          url.pathname = `${url.pathname}${suffix}`;
+          await dropDatabase(url.href).catch(() => undefined);
+        }
+      }
+    }
   };
   try {
     options.log(`stack: database ${new URL(options.databaseUrl).pathname.slice(1)}, redis ${options.redisUrl}`);
@@ -127,12 +160,18 @@ export async function startBenchStack(options: {
     if ((await run(process.execPath, ['--import', 'tsx', 'scripts/migrations.ts', 'up'], env)) !== 0) {
       throw new Error('migrations failed');
     }
-    options.log(`stack: temporal dev server (${options.temporalMode})`);
+    options.log(
+      options.temporalMode === 'server'
+        ? 'stack: temporal server on PostgreSQL'
+        : `stack: temporal dev server (${options.temporalMode})`,
+    );
     const temporal = await startTemporal(options.temporalMode, {
       port: temporalPort,
       uiPort: temporalUiPort,
       dbFile: join(work, 'temporal.sqlite'),
       logFile: join(logDir, 'temporal.log'),
+      databaseUrl: options.databaseUrl,
+      work,
     });
     started.push(temporal);
     const probe = pathToFileURL(join(ROOT, 'bench', 'lib', 'probe.ts')).href;

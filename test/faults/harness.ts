@@ -64,6 +64,8 @@ export interface FaultStack {
   organizerKey: string;
   /** SIGKILL (or another signal) the worker, then start a new one and wait until it runs workflows. */
   restartWorker(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts one more worker process on the same task queue (a second replica); stopped with the stack. */
+  startExtraWorker(label: string): Promise<ManagedProcess>;
   restartApi(signal?: NodeJS.Signals): Promise<void>;
   /** Stops the test's own Temporal dev server and starts it again on the same ports and state file. */
   restartTemporal(signal?: NodeJS.Signals): Promise<void>;
@@ -185,6 +187,11 @@ export async function startFaultStack(name: string, options: FaultStackOptions):
       async restartWorker(signal: NodeJS.Signals = 'SIGKILL') {
         await worker?.stop(signal, 5000);
         await startWorker();
+      },
+      async startExtraWorker(label: string) {
+        const extra = node(`worker-${label}`, 'worker/main.ts');
+        started.push(extra);
+        return extra;
       },
       async restartApi(signal: NodeJS.Signals = 'SIGKILL') {
         await api?.stop(signal, 5000);

@@ -1,0 +1,109 @@
+#!/bin/sh
+# server: brings both PostgreSQL schemas to this server version, writes the configuration from the environment,
+#         starts the server, then registers the namespace and the search attributes the service filters by.
+# ui:     the Temporal UI server in front of TEMPORAL_ADDRESS.
+set -eu
+: "${POSTGRES_HOST:=postgres}" "${POSTGRES_PORT:=5432}" "${POSTGRES_USER:=postgres}" "${POSTGRES_PASSWORD:=}"
+: "${TEMPORAL_DB:=temporal}" "${TEMPORAL_VISIBILITY_DB:=temporal_visibility}" "${NUM_HISTORY_SHARDS:=4}"
+: "${TEMPORAL_NAMESPACE:=default}" "${BROADCAST_ADDRESS:=$(hostname -i | cut -d' ' -f1)}"
+export SQL_PASSWORD="$POSTGRES_PASSWORD" PGPASSWORD="$POSTGRES_PASSWORD"
+
+case "${1:-server}" in
+ui)
+  mkdir -p /etc/temporal/ui/config
+  cat > /etc/temporal/ui/config/production.yaml <<YAML
+temporalGrpcAddress: ${TEMPORAL_ADDRESS:-temporal-server:7233}
+port: ${TEMPORAL_UI_PORT:-8080}
+enableUi: true
+defaultNamespace: ${TEMPORAL_NAMESPACE}
+codec:
+  endpoint: "${TEMPORAL_CODEC_ENDPOINT:-}"
+YAML
+  exec temporal-ui --root /etc/temporal/ui --config config --env production start
+  ;;
+server)
+  sql_tool() { sql --plugin postgres12 --ep "$POSTGRES_HOST" -p "$POSTGRES_PORT" -u "$POSTGRES_USER" "$@"; }
+  for db in "$TEMPORAL_DB" "$TEMPORAL_VISIBILITY_DB"; do
+    psql -h "$POSTGRES_HOST" -p "$POSTGRES_PORT" -U "$POSTGRES_USER" -d postgres -tAc \
+      "select 1 from pg_database where datname = '$db'" | grep -q 1 || sql_tool --db "$db" create-database
+  done
+  sql_tool --db "$TEMPORAL_DB" setup-schema -v 0.0
+  sql_tool --db "$TEMPORAL_DB" update-schema -d /etc/temporal/schema/temporal/versioned
+  sql_tool --db "$TEMPORAL_VISIBILITY_DB" setup-schema -v 0.0
+  sql_tool --db "$TEMPORAL_VISIBILITY_DB" update-schema -d /etc/temporal/schema/visibility/versioned
+
+  store() {
+    cat <<YAML
+      sql:
+        pluginName: postgres12
+        databaseName: "$1"
+        connectAddr: "${POSTGRES_HOST}:${POSTGRES_PORT}"
+        connectProtocol: tcp
+        user: "${POSTGRES_USER}"
+        password: "${POSTGRES_PASSWORD}"
+        maxConns: $2
+        maxIdleConns: $2
+        maxConnLifetime: 1h
+YAML
+  }
+  mkdir -p /etc/temporal/config/dynamicconfig
+  [ -f /etc/temporal/config/dynamicconfig/production.yaml ] || echo '{}' > /etc/temporal/config/dynamicconfig/production.yaml
+  {
+    cat <<YAML
+log:
+  stdout: true
+  level: ${LOG_LEVEL:-warn}
+persistence:
+  defaultStore: default
+  visibilityStore: visibility
+  numHistoryShards: ${NUM_HISTORY_SHARDS}
+  datastores:
+    default:
+YAML
+    store "$TEMPORAL_DB" "${SQL_MAX_CONNS:-20}"
+    echo "    visibility:"
+    store "$TEMPORAL_VISIBILITY_DB" "${SQL_VIS_MAX_CONNS:-10}"
+    cat <<YAML
+global:
+  membership:
+    maxJoinDuration: 30s
+    broadcastAddress: "${BROADCAST_ADDRESS}"
+services:
+  frontend:
+    rpc: { grpcPort: 7233, membershipPort: 6933, bindOnIP: 0.0.0.0 }
+  history:
+    rpc: { grpcPort: 7234, membershipPort: 6934, bindOnIP: 0.0.0.0 }
+  matching:
+    rpc: { grpcPort: 7235, membershipPort: 6935, bindOnIP: 0.0.0.0 }
+  worker:
+    rpc: { grpcPort: 7239, membershipPort: 6939, bindOnIP: 0.0.0.0 }
+clusterMetadata:
+  enableGlobalNamespace: false
+  failoverVersionIncrement: 10
+  masterClusterName: active
+  currentClusterName: active
+  clusterInformation:
+    active:
+      enabled: true
+      initialFailoverVersion: 1
+      rpcName: frontend
+      rpcAddress: "${BROADCAST_ADDRESS}:7233"
+dcRedirectionPolicy:
+  policy: noop
+dynamicConfigClient:
+  filepath: /etc/temporal/config/dynamicconfig/production.yaml
+  pollInterval: 60s
+YAML
+  } > /etc/temporal/config/production.yaml
+
+  server --root /etc/temporal --config config --env production --allow-no-auth start &
+  pid=$!
+  until temporal operator cluster health --address 127.0.0.1:7233 >/dev/null 2>&1; do sleep 1; done
+  temporal operator namespace create --namespace "$TEMPORAL_NAMESPACE" --address 127.0.0.1:7233 2>/dev/null || true
+  until temporal operator search-attribute create --namespace "$TEMPORAL_NAMESPACE" --address 127.0.0.1:7233 \
+    --name SaleReference --type Keyword --name WorkspaceId --type Keyword --name EventDateId --type Keyword \
+    --name SaleStatus --type Keyword --name Gateway --type Keyword >/dev/null 2>&1; do sleep 1; done
+  wait "$pid"
+  ;;
+*) exec "$@" ;;
+esac
