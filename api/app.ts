@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { REDACTED_PATHS } from '../config/logger.js';
 import { type RateLimitOverrides, rateLimitsFrom } from '../config/rate-limits.js';
+import { activeTracing } from '../observability/tracing.js';
 import { authPlugin } from './plugins/auth.js';
 import { controlCharactersPlugin } from './plugins/control-characters.js';
 import { customerAuthPlugin } from './plugins/customer-auth.js';
@@ -13,6 +14,8 @@ import { loadSheddingPlugin } from './plugins/load-shedding.js';
 import { metricsPlugin } from './plugins/metrics.js';
 import { registerOpenApi } from './plugins/openapi.js';
 import { organizerRateLimitPlugin, publicRateLimitPlugin, rateLimitersPlugin } from './plugins/rate-limit.js';
+import { requestContextPlugin } from './plugins/request-context.js';
+import { fastifyTracingPlugin } from './plugins/tracing.js';
 import { codecRoutes } from './routes/codec.js';
 import { healthRoutes } from './routes/health.js';
 import { publicRoutes } from './routes/public/index.js';
@@ -64,6 +67,10 @@ export async function buildApp(
   await app.register(errorsPlugin);
   // Counts every answer, shed ones included; then shedding, before any other hook spends work on a request.
   await app.register(metricsPlugin, { orm: services.orm, token: services.env.METRICS_TOKEN });
+  // First, so every later hook and handler runs inside the request's context and, when tracing, its server span.
+  await app.register(requestContextPlugin);
+  const tracing = activeTracing();
+  if (tracing) await app.register(fastifyTracingPlugin, { tracing });
   await app.register(loadSheddingPlugin, {
     maxEventLoopDelayMs: services.env.LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS,
     maxEventLoopUtilization: services.env.LOAD_SHED_MAX_EVENT_LOOP_UTILIZATION,

@@ -5,10 +5,15 @@ import { createRedis } from '../config/redis.js';
 import { connectTemporalClient } from '../config/temporal.js';
 import { initOrm } from '../entities/orm.js';
 import { GatewayAClient } from '../integrations/gateway-a/client.js';
+import { startTracing } from '../observability/tracing.js';
 import { buildApp } from './app.js';
 
 const env = loadEnv();
 const logger = createLogger({ name: 'api', level: env.LOG_LEVEL });
+// Before the Temporal client and the app are built: both add their trace instrumentation only when it runs.
+const tracing = startTracing('ticketing-api');
+if (tracing)
+  logger.info({ service: tracing.settings.serviceName, protocol: tracing.settings.protocol }, 'exporting traces');
 
 const orm = await initOrm({ databaseUrl: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX });
 const redis = createRedis(env.REDIS_URL);
@@ -31,6 +36,8 @@ async function shutdown(signal: string): Promise<void> {
     await connection.close();
     redis.disconnect();
     await orm.close(true);
+    // Last, so the spans of the requests drained above are exported too.
+    await tracing?.shutdown();
     logger.info('stopped');
   } finally {
     clearTimeout(force);

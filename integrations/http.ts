@@ -1,5 +1,13 @@
+import { context, propagation, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+} from '@opentelemetry/semantic-conventions';
 import type { z } from 'zod';
-import { isRetryableStatus, ProviderError, type ProviderName } from './errors.js';
+import { isProviderError, isRetryableStatus, ProviderError, type ProviderName } from './errors.js';
 
 /**
  * A small JSON-over-HTTP caller shared by the provider clients: base URL + default headers injected once, a
@@ -44,6 +52,9 @@ export function joinUrl(baseUrl: string, path: string, query: Record<string, Que
   return url.toString();
 }
 
+/** A no-op until the process starts tracing (observability/tracing.ts); then every provider call is a client span. */
+const tracer = trace.getTracer('ticketing-integrations');
+
 export class JsonHttp {
   readonly #options: JsonHttpOptions;
   readonly #fetch: typeof fetch;
@@ -53,15 +64,52 @@ export class JsonHttp {
     this.#fetch = options.fetch ?? globalThis.fetch;
   }
 
+  /**
+   * One call as a client span (`POST gateway-a`: method, host, port, status), whose trace context goes to the
+   * provider in `traceparent`. No path or query: hold tokens and payment ids travel there.
+   */
   async request<S extends z.ZodType>(request: JsonRequest<S>): Promise<JsonResponse<z.output<S>>> {
     const { provider } = this.#options;
     const url = joinUrl(this.#options.baseUrl, request.path, request.query);
+    const target = new URL(url);
+    const attributes = {
+      [ATTR_HTTP_REQUEST_METHOD]: request.method,
+      [ATTR_SERVER_ADDRESS]: target.hostname,
+      [ATTR_SERVER_PORT]: Number(target.port || (target.protocol === 'https:' ? 443 : 80)),
+      'ticketing.provider': provider,
+    };
+    return tracer.startActiveSpan(
+      `${request.method} ${provider}`,
+      { kind: SpanKind.CLIENT, attributes },
+      async (span) => {
+        try {
+          return await this.#send(request, url, span);
+        } catch (error) {
+          const kind = isProviderError(error) ? (error.code ?? String(error.status ?? 'error')) : 'error';
+          span.setAttribute(ATTR_ERROR_TYPE, kind);
+          // The kind, not the message: messages quote the path.
+          span.setStatus({ code: SpanStatusCode.ERROR, message: kind });
+          throw error;
+        } finally {
+          span.end();
+        }
+      },
+    );
+  }
+
+  async #send<S extends z.ZodType>(
+    request: JsonRequest<S>,
+    url: string,
+    span: Span,
+  ): Promise<JsonResponse<z.output<S>>> {
+    const { provider } = this.#options;
     const timeoutMs = request.timeoutMs ?? this.#options.timeoutMs;
     const headers: Record<string, string> = {
       accept: 'application/json',
       ...this.#options.headers,
       ...request.headers,
     };
+    propagation.inject(context.active(), headers);
     let body: string | undefined;
     if (request.body !== undefined) {
       headers['content-type'] = 'application/json';
@@ -90,6 +138,7 @@ export class JsonHttp {
         cause: error,
       });
     }
+    span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, response.status);
 
     let text: string;
     try {

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
 import { loadEnv } from '../config/env.js';
 import { temporalDataConverter } from '../config/payload-codec.js';
+import { WORKFLOW_INTERCEPTOR_MODULES, workerTracingOptions } from '../observability/temporal-tracing.js';
 
 const files = process.argv.slice(2);
 if (files.length === 0) {
@@ -24,7 +25,14 @@ let failed = 0;
 for (const file of files) {
   try {
     await Worker.runReplayHistory(
-      { workflowsPath, replayName: basename(file), dataConverter },
+      {
+        workflowsPath,
+        replayName: basename(file),
+        dataConverter,
+        // The workflow interceptors every worker bundles (tracing, request ids) replay with the workflows.
+        interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
+        sinks: workerTracingOptions(null).sinks,
+      },
       JSON.parse(readFileSync(file, 'utf8')),
     );
     console.log(JSON.stringify({ file: basename(file), ok: true }));

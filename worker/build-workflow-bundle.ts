@@ -6,6 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { WORKFLOW_INTERCEPTOR_MODULES } from '../observability/temporal-tracing.js';
 
 const target = process.argv[2];
 if (!target) {
@@ -14,5 +15,7 @@ if (!target) {
 }
 const { code } = await bundleWorkflowCode({
   workflowsPath: fileURLToPath(new URL('../workflows/index.ts', import.meta.url)),
+  // Traced or not, every worker runs the same workflow code: replay never depends on configuration.
+  workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
 });
 writeFileSync(target, code);

@@ -16,6 +16,8 @@ import { createRedis } from '../config/redis.js';
 import { initOrm } from '../entities/orm.js';
 import { activityMetricsInterceptor } from '../observability/activity-metrics.js';
 import { temporalRuntimeLogger } from '../observability/temporal-logger.js';
+import { workerTracingOptions, workflowClientInterceptors } from '../observability/temporal-tracing.js';
+import { startTracing } from '../observability/tracing.js';
 import { installRuntimeWithMetrics, startWorkerMetricsServer } from '../observability/worker-metrics.js';
 import { createProviders } from './providers.js';
 import { ensureReconcilerSchedule, ensureSettlementSweepSchedule } from './schedules.js';
@@ -24,6 +26,12 @@ import { startWebhookDispatcher } from './webhook-dispatcher.js';
 
 const env = loadEnv();
 const logger = createLogger({ name: 'worker', level: env.LOG_LEVEL });
+// Before the clients and workers are built: they add their trace interceptors only when it runs.
+const tracing = startTracing('ticketing-worker');
+if (tracing)
+  logger.info({ service: tracing.settings.serviceName, protocol: tracing.settings.protocol }, 'exporting traces');
+/** Request ids into activity logs always; spans (activities, and workflow spans through the sink) when tracing. */
+const tracingOptions = workerTracingOptions(tracing);
 /** Encrypts buyer data in workflow histories; every Client and Worker of this process uses it. */
 const dataConverter = temporalDataConverter(env);
 
@@ -58,7 +66,13 @@ await operator.close();
 
 // A client for activities that drive other executions (organizer cancel → checkout update, webhook fan-out).
 const clientConnection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
-const temporal = new Client({ connection: clientConnection, namespace: env.TEMPORAL_NAMESPACE, dataConverter });
+const temporal = new Client({
+  connection: clientConnection,
+  namespace: env.TEMPORAL_NAMESPACE,
+  dataConverter,
+  // An activity's calls to other executions carry its request id (and trace) on.
+  interceptors: { workflow: workflowClientInterceptors(tracing) },
+});
 await ensureReconcilerSchedule(temporal, env);
 await ensureSettlementSweepSchedule(temporal, env);
 
@@ -87,7 +101,8 @@ const worker = await Worker.create({
   workflowBundle: { code: workflowCode },
   activities: createActivities({ env, orm, redis, providers, temporal }),
   // Counts reservations, expiries, late payments and refunds from the checkout's step results (observability/).
-  interceptors: { activity: [activityMetricsInterceptor] },
+  interceptors: { activity: [...tracingOptions.activity, activityMetricsInterceptor] },
+  sinks: tracingOptions.sinks,
   shutdownGraceTime: '10 seconds',
   maxCachedWorkflows: env.WORKER_MAX_CACHED_WORKFLOWS,
 });
@@ -101,6 +116,8 @@ const webhookWorker = await Worker.create({
   dataConverter,
   workflowBundle: { code: workflowCode },
   activities: createWebhookActivities({ env, orm, redis, providers, temporal }),
+  interceptors: { activity: tracingOptions.activity },
+  sinks: tracingOptions.sinks,
   shutdownGraceTime: '10 seconds',
   maxConcurrentActivityTaskExecutions: env.WEBHOOK_WORKER_MAX_ACTIVITIES,
   maxConcurrentWorkflowTaskExecutions: env.WEBHOOK_WORKER_MAX_WORKFLOW_TASKS,
@@ -138,5 +155,7 @@ try {
   providers.close();
   redis.disconnect();
   await orm.close(true);
+  // Last, so the spans of the tasks drained above are exported too.
+  await tracing?.shutdown();
   logger.info('worker stopped');
 }

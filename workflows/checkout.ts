@@ -158,10 +158,13 @@ function earliestFuture(instantsMs: Array<number | null>): number | null {
   return ahead.length === 0 ? null : Math.min(...ahead);
 }
 
-/** `condition` with a timeout, minus the timer when there is nothing to wait for: a timer is a history round trip. */
-async function waitUntil(ready: () => boolean, timeoutMs: number): Promise<void> {
+/**
+ * `condition` with a timeout, minus the timer when there is nothing to wait for: a timer is a history round trip.
+ * The summary says in the Temporal UI what the timer waits for.
+ */
+async function waitUntil(ready: () => boolean, timeoutMs: number, summary: string): Promise<void> {
   if (ready() || timeoutMs <= 0) return;
-  await condition(ready, timeoutMs);
+  await condition(ready, timeoutMs, { summary });
 }
 
 /** Why a payment is given back; each reason has its own record and buyer-facing status. */
@@ -238,11 +241,11 @@ class SaleCheckout {
   private nextPullAtMs: number | null = null;
   private pullIntervalMs: number;
   private pullOwed = false;
+  /** Wait before asking again after a failed ask; null while the last ask succeeded. */
+  private owedRetryMs: number | null = null;
   private lateListeningUntilMs: number | null = null;
   private emailing: Promise<void> | null = null;
 
-  /** Wait before asking again after a failed ask; null while the last ask succeeded. */
-  private owedRetryMs: number | null = null;
   constructor(private readonly input: CheckoutInput) {
     this.pullIntervalMs = input.paymentPollMs ?? DEFAULT_PAYMENT_POLL_MS;
     this.registerHandlers();
@@ -266,6 +269,7 @@ class SaleCheckout {
     await condition(
       () => this.phase !== 'awaiting_reservation' || this.reserving,
       this.input.reserveTimeoutMs ?? 60_000,
+      { summary: 'stop waiting for the reservation' },
     );
     // Once the update started, its step is bounded by its own schedule-to-close timeout: wait for its outcome.
     await condition(() => !this.reserving);
@@ -311,6 +315,7 @@ class SaleCheckout {
       await waitUntil(
         () => this.inbox.length > 0 || this.releaseRequest !== null || this.checkRequested,
         this.msUntil(deadline, this.nextPullAtMs),
+        this.nextPullAtMs !== null && this.nextPullAtMs < deadline ? 'ask the gateway again' : 'payment window ends',
       );
       await this.processInbox();
       if (this.now() !== 'reserved') break;
@@ -344,7 +349,14 @@ class SaleCheckout {
         closedUnpaid() ? this.lateListeningUntilMs : null,
         owed() ? this.nextPullAtMs : null,
       ]);
-      if (wakeAtMs !== null) await waitUntil(() => this.inbox.length > 0 || this.checkRequested, wakeAtMs - Date.now());
+      if (wakeAtMs !== null) {
+        const graceEnds = closedUnpaid() && wakeAtMs === this.lateListeningUntilMs;
+        await waitUntil(
+          () => this.inbox.length > 0 || this.checkRequested,
+          wakeAtMs - Date.now(),
+          graceEnds ? 'late-payment grace ends' : 'ask the gateway again',
+        );
+      }
       await this.processInbox();
       const graceOver = Date.now() >= (this.lateListeningUntilMs ?? 0);
       if (this.checkRequested || (owed() && this.pullDue()) || (graceOver && lastAskOwed && closedUnpaid())) {
@@ -420,6 +432,7 @@ class SaleCheckout {
       return false;
     }
     this.pullOwed = false;
+    this.owedRetryMs = null;
     this.pullIntervalMs = Math.min(this.pullIntervalMs * 2, MAX_PULL_INTERVAL_MS);
     this.nextPullAtMs = this.now() === 'reserved' ? Date.now() + this.pullIntervalMs : null;
     for (const verdict of verdicts) {
@@ -432,7 +445,6 @@ class SaleCheckout {
         status: verdict.rawStatus,
         statusDetail: verdict.statusDetail,
         amount: null,
-    this.owedRetryMs = null;
         dedupeKey: `pull:${verdict.providerPaymentId ?? this.input.saleId}:${verdict.rawStatus}`,
         note: 'found by asking the gateway (pull reconciliation)',
       });
@@ -600,7 +612,7 @@ class SaleCheckout {
       }
       const state = await this.refundState(verdict);
       if (state === 'refunded') break;
-      await sleep(waitMs);
+      await sleep(waitMs, { summary: 'check the refund again' });
       waitMs = Math.min(waitMs * 2, REFUND_CHECK_MAX_MS);
     }
     await db.markAttempt({ dedupeKey, status: 'refunded' });
@@ -934,8 +946,19 @@ class SaleCheckout {
     upsertSearchAttributes([{ key: SA.gateway, value: chosen }]);
   }
 
+  /**
+   * The last ask of the gateway failed (or a notification could not be read): an answer is owed. It is a retry, not
+   * a poll: it comes back within seconds and backs off on its own schedule, so money whose notifications were lost
+   * during an outage is resolved soon after the outage, not one grown poll interval later.
+   */
   private owePull(): void {
     this.pullOwed = true;
+    if (patched(OWED_ASK_RETRY)) {
+      const first = Math.min(OWED_ASK_FIRST_RETRY_MS, this.input.paymentPollMs ?? DEFAULT_PAYMENT_POLL_MS);
+      this.owedRetryMs = this.owedRetryMs === null ? first : Math.min(this.owedRetryMs * 2, MAX_PULL_INTERVAL_MS);
+      this.nextPullAtMs = Date.now() + this.owedRetryMs;
+      return;
+    }
     this.pullIntervalMs = Math.min(this.pullIntervalMs * 2, MAX_PULL_INTERVAL_MS);
     this.nextPullAtMs = Date.now() + this.pullIntervalMs;
   }
@@ -946,19 +969,8 @@ class SaleCheckout {
 
   private msUntil(deadlineMs: number, nextPullAtMs: number | null): number {
     const until = nextPullAtMs === null ? deadlineMs : Math.min(deadlineMs, nextPullAtMs);
-  /**
-   * The last ask of the gateway failed (or a notification could not be read): an answer is owed. It is a retry, not
-   * a poll: it comes back within seconds and backs off on its own schedule, so money whose notifications were lost
-   * during an outage is resolved soon after the outage, not one grown poll interval later.
-   */
     return Math.max(0, until - Date.now());
   }
-    if (patched(OWED_ASK_RETRY)) {
-      const first = Math.min(OWED_ASK_FIRST_RETRY_MS, this.input.paymentPollMs ?? DEFAULT_PAYMENT_POLL_MS);
-      this.owedRetryMs = this.owedRetryMs === null ? first : Math.min(this.owedRetryMs * 2, MAX_PULL_INTERVAL_MS);
-      this.nextPullAtMs = Date.now() + this.owedRetryMs;
-      return;
-    }
 
   private status(): CheckoutStatus {
     return {

@@ -56,7 +56,7 @@ export async function eventCancellation(input: EventCancellationInput): Promise<
       if (batch.length === 0) return pass > 0;
       await undoEach(batch);
       await recordProgress(false);
-      await sleep(interval);
+      await sleep(interval, { summary: 'look for sales still to undo' });
       interval = Math.min(interval * 2, MAX_PASS_INTERVAL_MS);
     }
   };
@@ -93,7 +93,7 @@ export async function eventCancellation(input: EventCancellationInput): Promise<
   await recordProgress(false);
   await undoRemainingSales();
   let final = await recordProgress(true);
-  await sleep(input.finalSweepDelayMs ?? DEFAULT_FINAL_SWEEP_DELAY_MS);
+  await sleep(input.finalSweepDelayMs ?? DEFAULT_FINAL_SWEEP_DELAY_MS, { summary: 'final sweep for late sales' });
   if (await undoRemainingSales()) final = await recordProgress(true);
   return { cancelled: final.cancelled, refunded: final.refunded, failures: failures.size };
 }

@@ -81,10 +81,15 @@ function earliestFuture(instantsMs: Array<number | null>): number | null {
   return ahead.length === 0 ? null : Math.min(...ahead);
 }
 
-/** `condition` with a timeout, minus the timer when there is nothing to wait for. */
-async function waitUntil(ready: () => boolean, timeoutMs: number): Promise<void> {
+/** `condition` with a timeout, minus the timer when there is nothing to wait for; the summary shows in the UI. */
+async function waitUntil(ready: () => boolean, timeoutMs: number, summary: string): Promise<void> {
   if (ready() || timeoutMs <= 0) return;
-  await condition(ready, timeoutMs);
+  await condition(ready, timeoutMs, { summary });
+}
+
+/** What a wake-up at `atMs` is for: the label of the first of the instants it was chosen from that equals it. */
+function wakeSummary(atMs: number | null, labelled: Array<[number | null, string]>): string {
+  return labelled.find(([instant]) => instant !== null && instant === atMs)?.[1] ?? 'wake up';
 }
 
 export async function membership(input: MembershipInput): Promise<MembershipView> {
@@ -132,7 +137,9 @@ class Membership {
 
   /** The signup update that started the execution creates the subscription and its payment link. */
   private async awaitSignup(): Promise<void> {
-    await condition(() => this.phase !== 'idle' || this.signingUp || this.inbox.length > 0, SIGNUP_WAIT_MS);
+    await condition(() => this.phase !== 'idle' || this.signingUp || this.inbox.length > 0, SIGNUP_WAIT_MS, {
+      summary: 'stop waiting for the signup',
+    });
     await condition(() => !this.signingUp);
   }
 
@@ -154,9 +161,15 @@ class Membership {
   private async awaitSignupPayment(): Promise<void> {
     const deadline = this.open?.expiresAtMs ?? Date.now();
     while (this.now() === 'pending') {
+      const wakeAtMs = earliestFuture([deadline, this.nextPullAtMs, this.deferredAtMs]);
       await waitUntil(
         () => this.inbox.length > 0 || this.cancelRequest !== null,
-        (earliestFuture([deadline, this.nextPullAtMs, this.deferredAtMs]) ?? Date.now()) - Date.now(),
+        (wakeAtMs ?? Date.now()) - Date.now(),
+        wakeSummary(wakeAtMs, [
+          [deadline, 'signup payment window ends'],
+          [this.nextPullAtMs, 'ask the gateway again'],
+          [this.deferredAtMs, 'read a notified payment again'],
+        ]),
       );
       await this.processInbox();
       if (this.now() !== 'pending') break;
@@ -217,6 +230,13 @@ class Membership {
       await waitUntil(
         () => this.inbox.length > 0 || (this.cancelRequest !== null && !this.cancelApplied),
         (wakeAtMs ?? periodEnd()) - Date.now(),
+        wakeSummary(wakeAtMs ?? periodEnd(), [
+          [periodEnd(), 'period ends'],
+          [noticeAt, 'renewal due'],
+          [nextReminderAtMs, 'remind the member to renew'],
+          [this.nextPullAtMs, 'ask the gateway again'],
+          [this.deferredAtMs, 'read a notified payment again'],
+        ]),
       );
     }
     return this.periodEnds();
@@ -278,7 +298,11 @@ class Membership {
       await this.processInbox();
       if (cancelWaiting()) await this.applyCancel();
       if (this.deferred.length > 0) {
-        await waitUntil(() => this.inbox.length > 0, (this.deferredAtMs ?? Date.now()) - Date.now());
+        await waitUntil(
+          () => this.inbox.length > 0,
+          (this.deferredAtMs ?? Date.now()) - Date.now(),
+          'read a notified payment again',
+        );
         this.retryDeferredWhenDue();
         continue;
       }
@@ -450,7 +474,7 @@ class Membership {
         if (!isGiveUp(error)) throw error;
       }
       if (await this.refunded(providerPaymentId)) break;
-      await sleep(waitMs);
+      await sleep(waitMs, { summary: 'check the refund again' });
       waitMs = Math.min(waitMs * 2, REFUND_CHECK_MAX_MS);
     }
     await db.markMembershipPaymentRefunded({ providerPaymentId });

@@ -397,6 +397,9 @@ async function purchaseSessionWithCleanup(input: PurchaseSessionInput): Promise<
     const woken = () => wake !== seen || (wantsContinueAsNew() && allHandlersFinished());
     const dueMs = nextDueMs();
     if (dueMs === null) await condition(woken);
-    else await condition(woken, Math.max(1, dueMs - Date.now()));
+    else
+      await condition(woken, Math.max(1, dueMs - Date.now()), {
+        summary: 'next session deadline (expiry, idle, retry)',
+      });
   }
 }

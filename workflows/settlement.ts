@@ -132,7 +132,7 @@ class SettlementRun {
   /** SENT waits out the objection window, unless an operator requests the transfer first. */
   async awaitObjectionWindow(): Promise<void> {
     const window = this.input.objectionWindowMs ?? DEFAULT_OBJECTION_WINDOW_MS;
-    const moved = await condition(() => this.view.status !== 'SENT', window);
+    const moved = await condition(() => this.view.status !== 'SENT', window, { summary: 'objection window ends' });
     if (moved) return;
     await this.operate(() => this.requestPayment());
   }

@@ -21,7 +21,7 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Webh
     lastStatus = result.status;
     if (result.outcome !== 'failed') return { outcome: result.outcome, attempts: attempt, lastStatus };
     if (!result.retryable || attempt === input.maxAttempts) return { outcome: 'failed', attempts: attempt, lastStatus };
-    await sleep(waitMs);
+    await sleep(waitMs, { summary: 'deliver the webhook again' });
     waitMs = Math.min(waitMs * 2, input.maxIntervalMs);
   }
   return { outcome: 'failed', attempts: input.maxAttempts, lastStatus };
