@@ -4,6 +4,7 @@ import type { ActivityDeps } from './deps.js';
 import { createEventCancellationActivities } from './event-cancellation.js';
 import { createHealthActivities } from './health.js';
 import { createMembershipActivities } from './memberships.js';
+import { createOrganizerAccountActivities } from './organizer-accounts.js';
 import { createPaymentActivities } from './payments.js';
 import { createReconcilerActivities } from './reconciler.js';
 import { createSalesOpsActivities } from './sales-ops.js';
@@ -19,6 +20,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createHealthActivities(deps),
     ...createMembershipActivities(deps),
     ...createBuyerAuthActivities(deps),
+    ...createOrganizerAccountActivities(deps),
     ...createCheckoutActivities(deps),
     ...createEventCancellationActivities(deps),
     ...createPaymentActivities(deps),

@@ -17,8 +17,11 @@ import { organizerRateLimitPlugin, publicRateLimitPlugin, rateLimitersPlugin } f
 import { requestContextPlugin } from './plugins/request-context.js';
 import { fastifyTracingPlugin } from './plugins/tracing.js';
 import { codecRoutes } from './routes/codec.js';
+import { enterpriseExchangeRoutes } from './routes/customer/enterprise-exchange.js';
+import { devicePageRoutes } from './routes/device-page.js';
 import { healthRoutes } from './routes/health.js';
 import { publicRoutes } from './routes/public/index.js';
+import { signUpPageRoutes } from './routes/sign-up-page.js';
 import { organizerRoutes } from './routes/v1/index.js';
 import { wellKnownRoutes } from './routes/well-known.js';
 import type { ApiServices } from './services.js';
@@ -64,13 +67,13 @@ export async function buildApp(
     reply.header('x-request-id', request.id);
   });
 
-  await app.register(errorsPlugin);
-  // Counts every answer, shed ones included; then shedding, before any other hook spends work on a request.
-  await app.register(metricsPlugin, { orm: services.orm, token: services.env.METRICS_TOKEN });
   // First, so every later hook and handler runs inside the request's context and, when tracing, its server span.
   await app.register(requestContextPlugin);
   const tracing = activeTracing();
   if (tracing) await app.register(fastifyTracingPlugin, { tracing });
+  await app.register(errorsPlugin);
+  // Counts every answer, shed ones included; then shedding, before any other hook spends work on a request.
+  await app.register(metricsPlugin, { orm: services.orm, token: services.env.METRICS_TOKEN });
   await app.register(loadSheddingPlugin, {
     maxEventLoopDelayMs: services.env.LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS,
     maxEventLoopUtilization: services.env.LOAD_SHED_MAX_EVENT_LOOP_UTILIZATION,
@@ -94,6 +97,9 @@ export async function buildApp(
   await app.register(wellKnownRoutes, services);
   // Outside /api and the OpenAPI documents: the Temporal codec endpoint for operators (buyer data in histories).
   await app.register(codecRoutes, services);
+  // Outside /api: the browser pages of organizer sign-up and device login (HTML, cookies, CSRF), in no API document.
+  await app.register(devicePageRoutes, { services });
+  await app.register(signUpPageRoutes, { services });
 
   await app.register(async (v1) => {
     await registerOpenApi(v1, {
@@ -105,6 +111,9 @@ export async function buildApp(
       surface: 'organizer',
     });
     await v1.register(organizerRoutes, { prefix: API_V1_PREFIX, services });
+    // Contract 4.1 puts the enterprise exchange at /api/customer-auth, outside /api/v1; it is documented here, with
+    // the other customer operations, under a server of its own.
+    await v1.register(enterpriseExchangeRoutes, { services });
   });
 
   await app.register(async (publicApi) => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isRsaPrivateKey } from './video-signing-key.js';
 
 /**
  * Process configuration, read once from the environment. Every default is the local dev stack's, so a
@@ -32,6 +33,17 @@ const EnvSchema = z.object({
     .string()
     .regex(/^[a-z]{2,10}$/)
     .default('tkt'),
+  // ---------------------------------------------------------------- self-service sign-up and device login
+  /** How long a sign-up's email verification link works. */
+  SIGN_UP_LINK_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(24 * 60 * 60),
+  /** Lifetime of a device authorization request (RFC 8628 `expires_in`); tests shorten it to reach expired_token. */
+  DEVICE_CODE_TTL_SECONDS: z.coerce.number().int().min(1).max(3600).default(600),
+  /** Seconds a device client waits between polls (RFC 8628 `interval`); each early poll adds 5 for that request. */
+  DEVICE_CODE_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(60).default(5),
   /** 32-byte key (hex or base64) that encrypts stored signing secrets. Dev default is public on purpose. */
   SECRETS_ENCRYPTION_KEY: z.string().default('6465762d6f6e6c792d6b65792d646f2d6e6f742d7573652d696e2d70726f6421'),
   /**
@@ -129,7 +141,11 @@ const EnvSchema = z.object({
   MEMBERSHIP_RENEWAL_NOTICE_MS: z.coerce.number().int().min(0).optional(),
   MEMBERSHIP_REMINDER_INTERVAL_MS: z.coerce.number().int().min(500).optional(),
   MEMBERSHIP_PAYMENT_POLL_MS: z.coerce.number().int().min(500).optional(),
-  /** Hosts a checkout returnUrl may point to (the enterprise allowlist); others are ignored, not refused. */
+  /**
+   * Hosts a checkout returnUrl may point to for buyers who signed in with an emailed code; others are ignored, not
+   * refused. Exact hosts, or `*.example.com` for subdomains; https only except on loopback (domain/return-url.ts).
+   * Sessions from an enterprise SSO exchange use that enterprise's own allowlist instead (entities/enterprise.ts).
+   */
   RETURN_URL_ALLOWED_HOSTS: z.string().default('127.0.0.1,localhost'),
   // ---------------------------------------------------------------- organizer webhooks (sales operations)
   /**
@@ -191,6 +207,30 @@ const EnvSchema = z.object({
     .int()
     .min(1000)
     .default(3 * 24 * 60 * 60_000),
+  // ---------------------------------------------------------------- video provider (member content playback)
+  /** The video provider's API (signing keys); unset means the sandbox's stand-in, `<SANDBOX_URL>/video`. */
+  VIDEO_API_BASE_URL: z.string().url().optional(),
+  /** Where players fetch a playback id (`<base>/<playbackId>?token=…`); unset means the sandbox, `<SANDBOX_URL>/video/play`. */
+  VIDEO_PLAYBACK_BASE_URL: z.string().url().optional(),
+  /** Id the provider gave our playback signing key; it is the `kid` of every playback token. */
+  VIDEO_SIGNING_KEY_ID: z.preprocess((value) => (value === '' ? undefined : value), z.string().max(200).optional()),
+  /**
+   * RSA private key (2048 bits or more) of that signing key: a PEM, the base64 of a PEM as the provider returns it,
+   * or a JWK. Required with VIDEO_SIGNING_KEY_ID in production; elsewhere, when both are unset, the API creates a
+   * development key at the provider on first use.
+   */
+  VIDEO_SIGNING_PRIVATE_KEY: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z
+      .string()
+      .refine(isRsaPrivateKey, 'must be an RSA private key of 2048 bits or more (PEM, base64 PEM or JWK)')
+      .optional(),
+  ),
+  /** Access token of the provider's API, used only to create that development key. Sandbox values by default. */
+  VIDEO_API_TOKEN_ID: z.string().default('dev-video-token-id'),
+  VIDEO_API_TOKEN_SECRET: z.string().default('dev-video-token-secret'),
+  /** Lifetime of a playback token: long enough to start a player, short enough that a shared link soon dies. */
+  VIDEO_PLAYBACK_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(86_400).default(600),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -229,6 +269,18 @@ export function loadEnv(source: NodeJS.ProcessEnv = process.env): Env {
   if (parsed.success && parsed.data.NODE_ENV === 'production' && parsed.data.PAYMENT_WINDOW_OVERRIDE_MS !== undefined) {
     throw new Error(
       'Invalid configuration: PAYMENT_WINDOW_OVERRIDE_MS is for tests and demos and is refused in production',
+    );
+  }
+  if (
+    parsed.success &&
+    (parsed.data.VIDEO_SIGNING_KEY_ID === undefined) !== (parsed.data.VIDEO_SIGNING_PRIVATE_KEY === undefined)
+  ) {
+    throw new Error('Invalid configuration: set VIDEO_SIGNING_KEY_ID and VIDEO_SIGNING_PRIVATE_KEY together');
+  }
+  // A development key lives only in one process's memory and at the sandbox; production signs with a key it owns.
+  if (parsed.success && parsed.data.NODE_ENV === 'production' && parsed.data.VIDEO_SIGNING_PRIVATE_KEY === undefined) {
+    throw new Error(
+      'Invalid configuration: VIDEO_SIGNING_KEY_ID and VIDEO_SIGNING_PRIVATE_KEY are required in production (the key the video provider issued for signed playback)',
     );
   }
   if (!parsed.success) {

@@ -26,6 +26,14 @@ export const RATE_LIMIT_NAMES = [
   'queueJoin',
   'ticketResendPerClient',
   'ticketResendPerTicket',
+  'signUpPerClient',
+  'signUpPerEmail',
+  'organizerSignInRequestPerClient',
+  'organizerSignInRequestPerEmailAndClient',
+  'organizerSignInVerifyPerClient',
+  'organizerSignInVerifyPerEmailAndClient',
+  'deviceCodePerClient',
+  'deviceUserCodePerClient',
 ] as const;
 
 export type RateLimitName = (typeof RATE_LIMIT_NAMES)[number];
@@ -75,6 +83,29 @@ const defaults = (env: LimitEnv): RateLimits => ({
   ticketResendPerClient: { points: 5, windowSeconds: 600, counts: 'ticket resend requests per client' },
   // Over this one the request is still accepted (the answer must not reveal the code exists); no email is sent.
   ticketResendPerTicket: { points: 3, windowSeconds: 3600, counts: 'ticket emails per ticket' },
+  signUpPerClient: { points: 10, windowSeconds: 3600, counts: 'sign-ups per client' },
+  // Per email alone: each sign-up mails the address, so this is what stops anyone from flooding someone's inbox.
+  signUpPerEmail: { points: 3, windowSeconds: 3600, counts: 'sign-ups for one email' },
+  // Organizer sign-in on the web pages: the buyers' numbers, counted apart so neither audience spends the other's.
+  organizerSignInRequestPerClient: {
+    points: 30,
+    windowSeconds: 600,
+    counts: 'organizer sign-in code requests per client',
+  },
+  organizerSignInRequestPerEmailAndClient: {
+    points: 5,
+    windowSeconds: 600,
+    counts: 'organizer sign-in codes for one email per client',
+  },
+  organizerSignInVerifyPerClient: { points: 60, windowSeconds: 900, counts: 'organizer sign-in attempts per client' },
+  organizerSignInVerifyPerEmailAndClient: {
+    points: 10,
+    windowSeconds: 900,
+    counts: 'organizer sign-in attempts for one email per client',
+  },
+  deviceCodePerClient: { points: 30, windowSeconds: 600, counts: 'device login requests per client' },
+  // RFC 8628 section 5.1: user codes are short, so guessing them on the verification page must be slow.
+  deviceUserCodePerClient: { points: 30, windowSeconds: 600, counts: 'device code entries per client' },
 });
 
 /** The limits of this process: the defaults, the env's numbers, then `overrides`. */

@@ -1,16 +1,29 @@
 import { createHash } from 'node:crypto';
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 import { baseProperties } from './common.js';
+import { Enterprise } from './enterprise.js';
 
-/** A ticket buyer, identified by an email they proved they read (one-time code). Shared across workspaces. */
+/**
+ * A ticket buyer. A first-party buyer is identified by an email they proved they read (one-time code) and is shared
+ * across workspaces. An enterprise's buyer (enterprise SSO exchange) is identified by the enterprise and its own id
+ * for the user (`enterpriseSubject`), never by email: the same address may belong to a first-party buyer and to
+ * buyers of several enterprises, each a separate account.
+ */
 export const Buyer = defineEntity({
   name: 'Buyer',
   tableName: 'buyers',
+  uniques: [
+    { name: 'buyers_email_unique', properties: ['email'], where: 'enterprise_id is null' },
+    { properties: ['enterprise', 'enterpriseSubject'] },
+  ],
   properties: {
     ...baseProperties,
-    email: p.string().length(254).unique(),
+    email: p.string().length(254),
     name: p.string().length(120).nullable(),
     phone: p.string().length(40).nullable(),
+    // Restrict: an enterprise is disabled, never deleted; its buyers must not turn into first-party accounts.
+    enterprise: () => p.manyToOne(Enterprise).mapToPk().nullable().deleteRule('restrict'),
+    enterpriseSubject: p.string().length(255).nullable(),
   },
 });
 export type IBuyer = InferEntity<typeof Buyer>;

@@ -1,12 +1,16 @@
 import { ApiKey } from './api-key.js';
 import { Buyer, BuyerLoginCode, BuyerSession } from './buyer.js';
+import { ContentLive, ContentPost, ContentVideo } from './content.js';
+import { DeviceAuthorization } from './device-authorization.js';
 import { Discount } from './discount.js';
+import { Enterprise, EnterpriseTokenUse, EnterpriseWorkspace } from './enterprise.js';
 import { Event } from './event.js';
 import { EventDate } from './event-date.js';
 import { IdempotencyRecord } from './idempotency-record.js';
 import { MembershipPayment } from './membership-payment.js';
 import { MembershipPlan } from './membership-plan.js';
 import { MembershipSubscription } from './membership-subscription.js';
+import { OrganizerLoginCode, OrganizerSignUp, OrganizerWebSession } from './organizer-account.js';
 import { OutboxEvent } from './outbox-event.js';
 import { PaymentAttempt } from './payment-attempt.js';
 import { Sale, SaleItem, SaleStockAllocation } from './sale.js';
@@ -26,13 +30,23 @@ export {
   Buyer,
   BuyerLoginCode,
   BuyerSession,
+  ContentLive,
+  ContentPost,
+  ContentVideo,
+  DeviceAuthorization,
   Discount,
+  Enterprise,
+  EnterpriseTokenUse,
+  EnterpriseWorkspace,
   Event,
   EventDate,
   IdempotencyRecord,
   MembershipPayment,
   MembershipPlan,
   MembershipSubscription,
+  OrganizerLoginCode,
+  OrganizerSignUp,
+  OrganizerWebSession,
   OutboxEvent,
   PaymentAttempt,
   PayoutAccount,
@@ -86,4 +100,14 @@ export const ALL_ENTITIES = [
   SettlementFile,
   SettlementSale,
   SettlementAdjustment,
+  OrganizerSignUp,
+  OrganizerLoginCode,
+  OrganizerWebSession,
+  DeviceAuthorization,
+  Enterprise,
+  EnterpriseWorkspace,
+  EnterpriseTokenUse,
+  ContentVideo,
+  ContentPost,
+  ContentLive,
 ];

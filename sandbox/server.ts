@@ -8,6 +8,7 @@ import { GatewayBSandbox } from './gateway-b.js';
 import { Notifier } from './notifier.js';
 import { SeatMapSandbox } from './seatmap.js';
 import { MailInbox, startSmtp } from './smtp.js';
+import { VideoSandbox, videoCredentialsFromEnv } from './video.js';
 
 /**
  * Local stand-ins for the external providers (gateway A, gateway B, the seat-map provider, an SMTP inbox), in one
@@ -77,6 +78,7 @@ export async function startSandbox(options: StartSandboxOptions): Promise<Sandbo
     webhookUrl: options.gatewayBWebhookUrl ?? null,
   });
   const seatmap = new SeatMapSandbox(secrets.seatmap);
+  const video = new VideoSandbox(videoCredentialsFromEnv(process.env));
   const inbox = new MailInbox();
   const startedAt = new Date();
   let smtpPort = 0;
@@ -108,6 +110,7 @@ export async function startSandbox(options: StartSandboxOptions): Promise<Sandbo
   gatewayA.register(app);
   gatewayB.register(app);
   seatmap.register(app);
+  video.register(app);
   registerControl(app, {
     gatewayA,
     gatewayB,

@@ -10,6 +10,7 @@
  *   npm run operator -- settlement request-payment <id|reference>
  *   npm run operator -- settlement record-transfer <id|reference> --proof ./transfer.pdf
  *   npm run operator -- settlement start <eventDateId> [--objection-window-ms 259200000]
+ *   npm run operator -- enterprise …   (enterprise SSO integrations: scripts/operator-enterprise.ts)
  *
  * Exit codes: 0 done, 1 refused or failed (the reason is printed), 2 usage error.
  */
@@ -249,6 +250,10 @@ export async function runOperator(argv: string[], deps: OperatorDeps): Promise<n
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const [area, command] = process.argv.slice(2);
+  if (area === 'enterprise') {
+    const { enterpriseOperatorMain } = await import('./operator-enterprise.js');
+    process.exit(await enterpriseOperatorMain(process.argv.slice(3)));
+  }
   if (area !== 'settlement' || !command) {
     console.log(USAGE);
     process.exit(2);

@@ -5,6 +5,7 @@ export { checkout } from './checkout.js';
 export { eventCancellation } from './event-cancellation.js';
 export { healthProbe } from './health-probe.js';
 export { membership } from './membership.js';
+export { organizerAccountEmail } from './organizer-account-email.js';
 export { purchaseSession } from './purchase-session.js';
 export { reconciler } from './reconciler.js';
 export { refund } from './refund.js';

@@ -1,7 +1,10 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError } from '../../domain/errors.js';
+import type { IBuyerSession } from '../../entities/buyer.js';
+import { newId } from '../../entities/ids.js';
 import { Buyer, BuyerSession } from '../../entities/index.js';
 import { authenticateOrganizer, enforceKeyScope } from './auth.js';
 
@@ -16,6 +19,11 @@ export interface CustomerContext {
   sessionId: string;
   /** Set when the request also carried an organizer API key: results are scoped to that key's workspace. */
   pinnedWorkspaceId: string | null;
+  /**
+   * Set when the session came from an enterprise SSO exchange: purchases are limited to the workspaces that
+   * enterprise serves, and returnUrl to its allowlist (entities/enterprise.ts loadEnterpriseScope).
+   */
+  enterpriseId: string | null;
 }
 
 declare module 'fastify' {
@@ -46,7 +54,26 @@ export async function resolveBuyerSession(request: FastifyRequest, token: string
     phone: buyer.phone ?? null,
     sessionId: session.id,
     pinnedWorkspaceId: null,
+    enterpriseId: buyer.enterprise ?? null,
   };
+}
+
+/** Starts a buyer session; the token exists only in this return value (the row keeps its hash). */
+export function issueBuyerSession(
+  em: EntityManager,
+  buyerId: string,
+  ttlMs: number,
+): { token: string; row: IBuyerSession } {
+  const token = `bs_${randomBytes(32).toString('base64url')}`;
+  const row = em.create(BuyerSession, {
+    id: newId(),
+    buyer: buyerId,
+    tokenHash: hashSessionToken(token),
+    expiresAt: new Date(Date.now() + ttlMs),
+    revokedAt: null,
+    createdAt: new Date(),
+  });
+  return { token, row };
 }
 
 /** The customer of a `customer` route; the hook below guarantees it is set. */

@@ -116,11 +116,21 @@ const SIGN_IN_CODE_REJECTED = {
   details: null,
 };
 
+const ENTERPRISE_TOKEN_REJECTED = {
+  description: 'The enterprise SSO token is invalid, expired or already exchanged (details.reason says which)',
+  code: 'UNAUTHENTICATED',
+  message: 'This token was already exchanged; each token is accepted once',
+  details: { reason: 'token_replayed' },
+};
+
 type Kind = 'organizer' | 'customer' | 'customer-auth' | 'public';
 
 function kindOf(surface: Surface, path: string): Kind {
   if (surface === 'public') return 'public';
-  if (path.startsWith('/customer/auth/')) return 'customer-auth';
+  // Sign-in and sign-up routes (buyers, enterprise SSO, organizers' sign-up and device login) take no credential.
+  if (path.startsWith('/customer/auth/') || path.startsWith('/api/customer-auth/') || path.startsWith('/auth/')) {
+    return 'customer-auth';
+  }
   if (path.startsWith('/customer')) return 'customer';
   return 'organizer';
 }
@@ -135,7 +145,9 @@ function errorStatuses(kind: Kind, method: string, path: string, operation: Oper
   const statuses = new Set<string>(['422', '429', '503']);
   if (kind !== 'public' && kind !== 'customer-auth') statuses.add('401').add('403');
   // Signing in needs no credential, but a wrong or expired sign-in code is one.
-  if (kind === 'customer-auth' && path.endsWith('/verify')) statuses.add('401');
+  if (kind === 'customer-auth' && (path.endsWith('/verify') || path.endsWith('/enterprise-exchange'))) {
+    statuses.add('401');
+  }
   if (path.includes('{') || (mutates && bodyNamesResource(operation))) statuses.add('404');
   // Every request body goes through the JSON parser and its size limit before the route sees it.
   if (mutates) statuses.add('400').add('409').add('413').add('415');
@@ -361,7 +373,11 @@ export function withContractDocs<T extends JsonObject>(document: T, surface: Sur
       for (const status of errorStatuses(kind, method, path, operation)) {
         if (responses[status]) continue;
         const example =
-          (kind === 'customer-auth' && status === '401' ? SIGN_IN_CODE_REJECTED : undefined) ?? ERROR_EXAMPLES[status]!;
+          (kind === 'customer-auth' && status === '401'
+            ? path.endsWith('/enterprise-exchange')
+              ? ENTERPRISE_TOKEN_REJECTED
+              : SIGN_IN_CODE_REJECTED
+            : undefined) ?? ERROR_EXAMPLES[status]!;
         responses[status] = {
           description: example.description,
           content: {

@@ -3,6 +3,7 @@
  * naming each one it still holds, and starts once every one is set.
  */
 import { spawnSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { loadEnv } from '../../config/env.js';
 
@@ -15,6 +16,11 @@ const REAL_SECRETS = {
   GATEWAY_B_API_KEY: 'real-identity-key',
   GATEWAY_B_SECRET_KEY: 'real-secret-key',
   SEATMAP_SECRET_KEY: 'real-seatmap-key',
+  // Signed playback has no public default: production needs the key the video provider issued.
+  VIDEO_SIGNING_KEY_ID: 'provider-key-1',
+  VIDEO_SIGNING_PRIVATE_KEY: generateKeyPairSync('rsa', { modulusLength: 2048 })
+    .privateKey.export({ type: 'pkcs8', format: 'pem' })
+    .toString(),
 };
 
 describe('production refuses public development secrets', () => {

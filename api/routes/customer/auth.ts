@@ -1,16 +1,16 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../domain/errors.js';
 import { hashSignInCode } from '../../../entities/buyer.js';
 import { newId } from '../../../entities/ids.js';
-import { Buyer, BuyerLoginCode, BuyerSession } from '../../../entities/index.js';
+import { Buyer, BuyerLoginCode } from '../../../entities/index.js';
 import type { buyerSignIn } from '../../../workflows/buyer-sign-in.js';
 import { buyerSignInWorkflowId } from '../../../workflows/definitions.js';
 import { dataOf } from '../../http/envelope.js';
 import { enforceRateLimit } from '../../http/limits.js';
 import { customerAccess, publicAccess } from '../../http/route-access.js';
-import { BUYER_SESSION_COOKIE, currentCustomer, hashSessionToken } from '../../plugins/customer-auth.js';
+import { BUYER_SESSION_COOKIE, currentCustomer, issueBuyerSession } from '../../plugins/customer-auth.js';
 import { rateLimitClientKey } from '../../plugins/rate-limit.js';
 import type { ApiServices } from '../../services.js';
 
@@ -32,6 +32,11 @@ const signInKey = (email: string, client: string): string => `${email.length}:${
 export const BuyerSchema = z
   .object({ id: z.string(), email: z.string(), name: z.string().nullable(), phone: z.string().nullable() })
   .meta({ id: 'Buyer' });
+
+/** The answer of every way of signing a buyer in (code verification, enterprise exchange). */
+export const BuyerSessionSchema = z
+  .object({ session_token: z.string(), expiresAt: z.string(), buyer: BuyerSchema })
+  .meta({ id: 'BuyerSession' });
 
 export const customerAuthRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
   app.post(
@@ -72,11 +77,7 @@ export const customerAuthRoutes: FastifyPluginAsyncZod<{ services: ApiServices }
         summary: 'Exchange the emailed code for a buyer session',
         body: z.object({ email: EmailSchema, code: z.string().regex(/^\d{6}$/, 'six digits') }),
         response: {
-          200: dataOf(
-            z
-              .object({ session_token: z.string(), expiresAt: z.string(), buyer: BuyerSchema })
-              .meta({ id: 'BuyerSession' }),
-          ),
+          200: dataOf(BuyerSessionSchema),
         },
       },
     },
@@ -107,17 +108,10 @@ export const customerAuthRoutes: FastifyPluginAsyncZod<{ services: ApiServices }
           [match.id],
         );
         if (consumed.length === 0) return null;
-        let buyer = await tx.findOne(Buyer, { email });
+        // First-party buyers only: an enterprise's buyer with this address is another account (entities/buyer.ts).
+        let buyer = await tx.findOne(Buyer, { email, enterprise: null });
         if (!buyer) buyer = tx.create(Buyer, { id: newId(), email, name: null, phone: null });
-        const token = `bs_${randomBytes(32).toString('base64url')}`;
-        const row = tx.create(BuyerSession, {
-          id: newId(),
-          buyer: buyer.id,
-          tokenHash: hashSessionToken(token),
-          expiresAt: new Date(Date.now() + SESSION_TTL_MS),
-          revokedAt: null,
-          createdAt: new Date(),
-        });
+        const { token, row } = issueBuyerSession(tx, buyer.id, SESSION_TTL_MS);
         return { token, row, buyer };
       });
       if (!session) throw invalid();

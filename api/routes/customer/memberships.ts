@@ -25,6 +25,7 @@ import {
   type SignupResult,
   signupUpdate,
 } from '../../../workflows/membership-definitions.js';
+import { assertCustomerMayBuyIn } from '../../http/customer-scope.js';
 import { dataOf } from '../../http/envelope.js';
 import { minorUnits } from '../../http/money.js';
 import { customerAccess } from '../../http/route-access.js';
@@ -289,9 +290,8 @@ export const customerMembershipRoutes: FastifyPluginAsyncZod<{ services: ApiServ
       const customer = currentCustomer(request);
       const { planId } = request.body;
       const plan = isUuid(planId) ? await request.em.findOne(MembershipPlan, { id: planId }, ANY_TENANT) : null;
-      if (!plan || (customer.pinnedWorkspaceId && plan.workspace !== customer.pinnedWorkspaceId)) {
-        throw new AppError('NOT_FOUND', 'Membership plan not found');
-      }
+      if (!plan) throw new AppError('NOT_FOUND', 'Membership plan not found');
+      await assertCustomerMayBuyIn(request, customer, plan.workspace, 'Membership plan');
       if (!plan.active) {
         throw new AppError('INVALID_STATE', 'This plan accepts no new members', {
           details: { reason: 'plan_inactive' },

@@ -2,6 +2,7 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/cl
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../domain/errors.js';
+import { hostForLog, parseHostList, type ReturnUrlAuthority, returnUrlForOrder } from '../../../domain/return-url.js';
 import { isUuid } from '../../../entities/ids.js';
 import { EventDate, Sale } from '../../../entities/index.js';
 import type { ISale } from '../../../entities/sale.js';
@@ -15,6 +16,7 @@ import {
   releaseUpdate,
 } from '../../../workflows/definitions.js';
 import { reserveThroughCheckout, type SaleKey, saleMadeWithKey } from '../../http/checkout.js';
+import { assertCustomerMayBuyIn } from '../../http/customer-scope.js';
 import { dataOf } from '../../http/envelope.js';
 import { enforceRateLimit, requireRedis } from '../../http/limits.js';
 import { minorUnits } from '../../http/money.js';
@@ -148,22 +150,6 @@ const GatewayBConfigSchema = z
 
 const OrderIdParams = z.object({ id: z.string().min(1).max(100) });
 
-/** Keeps returnUrl only when it is an absolute http(s) URL on an allowed host (contract: invalid → ignored). */
-function acceptedReturnUrl(raw: string, allowedHosts: string): string | null {
-  try {
-    const url = new URL(raw);
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') return null;
-    const allowed = allowedHosts
-      .split(',')
-      .map((host) => host.trim().toLowerCase())
-      .filter(Boolean);
-    const host = url.hostname.toLowerCase();
-    return allowed.some((entry) => host === entry || host.endsWith(`.${entry}`)) ? url.toString() : null;
-  } catch {
-    return null;
-  }
-}
-
 function toCustomerOrder(
   sale: ISale,
   items: Awaited<ReturnType<typeof loadItems>>,
@@ -210,6 +196,9 @@ const paymentUnavailable = (result: PaymentUnavailable) =>
   new AppError('PAYMENT_UNAVAILABLE', result.message, { details: { reason: result.reason } });
 
 export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
+  // Parsed once, so a malformed RETURN_URL_ALLOWED_HOSTS stops the start instead of silently dropping return links.
+  const serviceReturnUrlHosts = parseHostList(services.env.RETURN_URL_ALLOWED_HOSTS);
+
   /** The payment POSTs: the sale must be this buyer's and still payable; everything else is the workflow's call. */
   async function payableSale(
     request: Parameters<typeof currentCustomer>[0],
@@ -288,12 +277,18 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
         eventDateId: body.eventDateId,
       });
       if (earlier) return reply.status(201).send({ data: toCreateResult(earlier) });
-      const returnUrl = acceptedReturnUrl(body.returnUrl, services.env.RETURN_URL_ALLOWED_HOSTS);
-      if (!returnUrl) request.log.info({ returnUrlHost: safeHost(body.returnUrl) }, 'returnUrl not allowed; ignored');
       const date = await request.em.findOne(EventDate, { id: body.eventDateId }, { filters: { tenant: false } });
-      if (!date || (customer.pinnedWorkspaceId && date.workspace !== customer.pinnedWorkspaceId)) {
-        throw new AppError('NOT_FOUND', 'Event date not found');
-      }
+      if (!date) throw new AppError('NOT_FOUND', 'Event date not found');
+      const enterprise = await assertCustomerMayBuyIn(request, customer, date.workspace, 'Event date');
+      const returnUrlAuthority: ReturnUrlAuthority = enterprise
+        ? {
+            kind: 'enterprise',
+            allowlist: enterprise.returnUrlAllowlist,
+            servedWorkspaceIds: enterprise.servedWorkspaceIds,
+          }
+        : { kind: 'service', allowlist: serviceReturnUrlHosts };
+      const returnUrl = returnUrlForOrder(body.returnUrl, returnUrlAuthority, date.workspace);
+      if (!returnUrl) request.log.info({ returnUrlHost: hostForLog(body.returnUrl) }, 'returnUrl not allowed; ignored');
       // Purchase session (5.7): required when the workspace says so, validated whenever present, and the owner of
       // the hold token an order with seats must carry.
       const headerSession = presentedPurchaseSession(request.headers);
@@ -559,11 +554,3 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
     },
   );
 };
-
-function safeHost(raw: string): string | null {
-  try {
-    return new URL(raw).hostname;
-  } catch {
-    return null;
-  }
-}

@@ -20,6 +20,7 @@ import {
   SA,
 } from '../../../workflows/definitions.js';
 import type { purchaseSession } from '../../../workflows/purchase-session.js';
+import { assertCustomerMayBuyIn } from '../../http/customer-scope.js';
 import { dataOf } from '../../http/envelope.js';
 import { enforceRateLimit, requireRedis } from '../../http/limits.js';
 import { customerAccess } from '../../http/route-access.js';
@@ -263,13 +264,8 @@ export const customerPurchaseSessionRoutes: FastifyPluginAsyncZod<{ services: Ap
       const date = isUuid(request.body.eventDateId)
         ? await request.em.findOne(EventDate, { id: request.body.eventDateId }, { filters: { tenant: false } })
         : null;
-      if (
-        !date ||
-        date.deletedAt ||
-        (customer.pinnedWorkspaceId !== null && date.workspace !== customer.pinnedWorkspaceId)
-      ) {
-        throw new AppError('NOT_FOUND', 'Event date not found');
-      }
+      if (!date || date.deletedAt) throw new AppError('NOT_FOUND', 'Event date not found');
+      await assertCustomerMayBuyIn(request, customer, date.workspace, 'Event date');
       await enforceRateLimit(request, 'purchaseSessionOpen', customer.buyerId);
       const sessionId = randomUUID();
       const start = new WithStartWorkflowOperation<typeof purchaseSession>('purchaseSession', {

@@ -7,6 +7,8 @@ import { customerPurchaseSessionRoutes } from '../customer/purchase-sessions.js'
 import { customerTicketRoutes } from '../customer/tickets.js';
 import { gatewayWebhookRoutes } from '../webhooks/gateways.js';
 import { apiKeyRoutes } from './api-keys.js';
+import { authRoutes } from './auth.js';
+import { contentRoutes } from './content.js';
 import { discountRoutes } from './discounts.js';
 import { eventRoutes } from './events.js';
 import { meRoutes } from './me.js';
@@ -25,6 +27,7 @@ import { workspaceRoutes } from './workspaces.js';
 
 /** Every organizer route group under /api/v1; each file is one group of the contract's index (part 4.1). */
 export const organizerRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
+  await app.register(authRoutes, { services });
   await app.register(meRoutes);
   await app.register(workspaceRoutes);
   await app.register(apiKeyRoutes, { services });
@@ -47,4 +50,5 @@ export const organizerRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> =
   await app.register(customerTicketRoutes, { services });
   await app.register(organizerWebhookRoutes, { services });
   await app.register(reportRoutes);
+  await app.register(contentRoutes, { services });
 };
