@@ -76,6 +76,26 @@ export function issueBuyerSession(
   return { token, row };
 }
 
+/** The answer of every sign-in that opens a buyer session (emailed code, enterprise exchange). */
+export function signedInAnswer(session: {
+  token: string;
+  row: IBuyerSession;
+  buyer: { id: string; email: string; name?: string | null; phone?: string | null };
+}) {
+  return {
+    data: {
+      session_token: session.token,
+      expiresAt: session.row.expiresAt.toISOString(),
+      buyer: {
+        id: session.buyer.id,
+        email: session.buyer.email,
+        name: session.buyer.name ?? null,
+        phone: session.buyer.phone ?? null,
+      },
+    },
+  };
+}
+
 /** The customer of a `customer` route; the hook below guarantees it is set. */
 export function currentCustomer(request: FastifyRequest): CustomerContext {
   if (!request.customer) throw new AppError('CUSTOMER_SESSION_REQUIRED', 'Sign in first: send X-Customer-Session');

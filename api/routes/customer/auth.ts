@@ -10,7 +10,12 @@ import { buyerSignInWorkflowId } from '../../../workflows/definitions.js';
 import { dataOf } from '../../http/envelope.js';
 import { enforceRateLimit } from '../../http/limits.js';
 import { customerAccess, publicAccess } from '../../http/route-access.js';
-import { BUYER_SESSION_COOKIE, currentCustomer, issueBuyerSession } from '../../plugins/customer-auth.js';
+import {
+  BUYER_SESSION_COOKIE,
+  currentCustomer,
+  issueBuyerSession,
+  signedInAnswer,
+} from '../../plugins/customer-auth.js';
 import { rateLimitClientKey } from '../../plugins/rate-limit.js';
 import type { ApiServices } from '../../services.js';
 
@@ -122,18 +127,7 @@ export const customerAuthRoutes: FastifyPluginAsyncZod<{ services: ApiServices }
         path: '/',
         expires: session.row.expiresAt,
       });
-      return {
-        data: {
-          session_token: session.token,
-          expiresAt: session.row.expiresAt.toISOString(),
-          buyer: {
-            id: session.buyer.id,
-            email: session.buyer.email,
-            name: session.buyer.name ?? null,
-            phone: session.buyer.phone ?? null,
-          },
-        },
-      };
+      return signedInAnswer(session);
     },
   );
 

@@ -5,7 +5,7 @@ import { AppError } from '../../../domain/errors.js';
 import { claimTokenUse, findActiveEnterpriseSecret, upsertEnterpriseBuyer } from '../../../entities/enterprise.js';
 import { dataOf } from '../../http/envelope.js';
 import { publicAccess } from '../../http/route-access.js';
-import { issueBuyerSession } from '../../plugins/customer-auth.js';
+import { issueBuyerSession, signedInAnswer } from '../../plugins/customer-auth.js';
 import type { ApiServices } from '../../services.js';
 import { BuyerSessionSchema } from './auth.js';
 
@@ -79,18 +79,7 @@ export const enterpriseExchangeRoutes: FastifyPluginAsyncZod<{ services: ApiServ
       }
       // No cookie, unlike the code sign-in: a cookie set here would let any page that posts someone's token sign a
       // visitor's browser in as that someone. Headless integrators send X-Customer-Session.
-      return {
-        data: {
-          session_token: session.token,
-          expiresAt: session.row.expiresAt.toISOString(),
-          buyer: {
-            id: session.buyer.id,
-            email: session.buyer.email,
-            name: session.buyer.name ?? null,
-            phone: session.buyer.phone ?? null,
-          },
-        },
-      };
+      return signedInAnswer(session);
     },
   );
 };
