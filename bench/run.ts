@@ -19,7 +19,7 @@
  *   --storm <n>             expiry-storm reservations (default 5000; quick 1000)
  *   --ops <n>               operations per baseline (default 5000; quick 1500)
  *   --sweep C:N:A,…         sweep points (capacity:connections:attempts)
- *   --skip <phase,…>        any of confirm, baselines, storm, sweep
+ *   --skip <phase,…>        any of confirm, baselines, storm, sweep, shedding
  *   --temporal <mode>       file (default, as scripts/test.ts runs it), wal or memory: dev-server persistence;
  *                           server: the production Temporal server on PostgreSQL (scripts/support/temporal-server.ts)
  * Every phase is also time-boxed (no new request starts after its box; in-flight ones finish), so a full run stays
@@ -59,6 +59,7 @@ import {
   temporalTaskLatency,
 } from './lib/profile.js';
 import { type SweepPoint, sweepHtml, table } from './lib/report.js';
+import { type SheddingRamp, sheddingRamp } from './lib/shedding.js';
 import { BENCH_TASK_QUEUE, ROOT, startBenchStack, TEMPORAL_MODES, type TemporalMode } from './lib/stack.js';
 
 // ------------------------------------------------------------------------------------------------ options
@@ -337,6 +338,24 @@ try {
     }
     results.sweep = sweep;
   }
+
+  // ---------------------------------------------------------------- load shedding
+  if (!args.skip.has('shedding')) {
+    log('shedding: rising request rates on GET /api/v1/events until the API sheds load');
+    const ramp = await profiled('shedding', () =>
+      sheddingRamp(ctx, {
+        apiUrl: stack.apiUrl,
+        ratesPerSecond: args.quick ? [25, 100, 400] : [25, 50, 100, 200, 400, 800],
+        stepMs: args.quick ? 5000 : 8000,
+      }),
+    );
+    results.shedding = ramp;
+    log(
+      ramp.firstShedAtPerSecond === null
+        ? '  no step shed load'
+        : `  shedding starts at ${ramp.firstShedAtPerSecond} requests/s offered`,
+    );
+  }
 } catch (error) {
   console.error(error);
   exitCode = 1;
@@ -411,6 +430,13 @@ target(
 target('API peak RSS MB', peak.apiMb, '< 512', (v) => v < 512);
 target('worker peak RSS MB', peak.workerMb, '< 512', (v) => v < 512);
 target('expiry storm: stock exact', storm ? (storm.exact ? 1 : 0) : null, '= 1', (v) => v === 1);
+const shedding = results.shedding as SheddingRamp | undefined;
+// Past the point where it sheds, the API must keep answering what it serves promptly instead of queueing.
+const lastStep = shedding?.steps.at(-1);
+target('load shedding starts at (requests/s offered)', shedding?.firstShedAtPerSecond, 'sheds by the last step', (v) =>
+  Boolean(lastStep && v <= lastStep.offeredPerSecond),
+);
+target('served p99 at the highest load (ms)', lastStep?.servedLatencyMs.p99, '< 5000', (v) => v < 5000);
 
 const lines: string[] = [];
 lines.push(

@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { loadEnv } from '../config/env.js';
 import { temporalDataConverter } from '../config/payload-codec.js';
 import { WORKFLOW_INTERCEPTOR_MODULES, workerTracingOptions } from '../observability/temporal-tracing.js';
@@ -19,18 +19,21 @@ if (files.length === 0) {
   console.error('usage: replay-histories.ts <history.json>…');
   process.exit(2);
 }
-const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 const dataConverter = temporalDataConverter(loadEnv());
+// One bundle for every history (bundling is most of the cost of a replay), built as every worker builds it: with the
+// workflow interceptors (tracing, request ids) that production runs.
+const { code } = await bundleWorkflowCode({
+  workflowsPath: fileURLToPath(new URL('../workflows/index.ts', import.meta.url)),
+  workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
+});
 let failed = 0;
 for (const file of files) {
   try {
     await Worker.runReplayHistory(
       {
-        workflowsPath,
+        workflowBundle: { code },
         replayName: basename(file),
         dataConverter,
-        // The workflow interceptors every worker bundles (tracing, request ids) replay with the workflows.
-        interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
         sinks: workerTracingOptions(null).sinks,
       },
       JSON.parse(readFileSync(file, 'utf8')),

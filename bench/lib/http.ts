@@ -12,6 +12,8 @@ export interface HttpResult {
   ms: number;
   /** Set when the request failed before an HTTP status (connection refused or reset, timeout). */
   networkError: string | null;
+  /** The response's `Retry-After`, when it sent one. */
+  retryAfter?: string;
 }
 
 export class HttpClient {
@@ -31,7 +33,7 @@ export class HttpClient {
     const started = performance.now();
     const payload = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body));
     return new Promise((resolve) => {
-      const finish = (status: number, raw: string, networkError: string | null) => {
+      const finish = (status: number, raw: string, networkError: string | null, retryAfter?: string) => {
         let body: unknown = null;
         if (raw !== '') {
           try {
@@ -40,7 +42,7 @@ export class HttpClient {
             body = raw;
           }
         }
-        resolve({ status, body, ms: performance.now() - started, networkError });
+        resolve({ status, body, ms: performance.now() - started, networkError, ...(retryAfter ? { retryAfter } : {}) });
       };
       const req = httpRequest(
         {
@@ -58,7 +60,10 @@ export class HttpClient {
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('end', () => finish(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'), null));
+          const retryAfter = res.headers['retry-after'];
+          res.on('end', () =>
+            finish(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'), null, retryAfter ?? undefined),
+          );
           res.on('error', (error) => finish(0, '', error.message));
         },
       );

@@ -125,6 +125,8 @@ export async function startBenchStack(options: {
   const [temporalPort = 0, temporalUiPort = 0, sandboxPort = 0, smtpPort = 0, apiPort = 0] = await freePorts(5);
   const env: Record<string, string> = {
     NODE_ENV: 'test',
+    // The bench measures capacity; the per-key limiter (tested on its own) would answer 429 long before that.
+    ORGANIZER_RATE_LIMIT_PER_MINUTE: '100000000',
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     DATABASE_URL: options.databaseUrl,
     DATABASE_POOL_MAX: String(options.poolMax),
