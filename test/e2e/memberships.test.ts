@@ -41,6 +41,7 @@ afterAll(async () => {
 });
 
 const unique = () => Math.random().toString(36).slice(2, 8);
+// The tests that wait for membership periods to pass (each with its own plan and buyer) run side by side.
 
 async function createPlan(body: Record<string, unknown> = {}): Promise<{ id: string }> {
   const response = await api.request({
@@ -235,7 +236,7 @@ test('a buyer joins: the signup link is idempotent, the PSE payment activates on
   expect(sale[0]).toEqual({ subtotal: 50_000, discount_amount: 5_000 });
 }, 120_000);
 
-test('renewal paid: the next period starts at the plan price of its renewal, with the terms frozen per period; a cancel keeps access until the period ends', async () => {
+test.concurrent('renewal paid: the next period starts at the plan price of its renewal, with the terms frozen per period; a cancel keeps access until the period ends', async () => {
   const plan = await createPlan({ price: 20_000 });
   const { email, token, subscriptionId } = await join(fast, plan.id, 'renews');
 
@@ -305,7 +306,7 @@ test('renewal paid: the next period starts at the plan price of its renewal, wit
   ]);
 }, 180_000);
 
-test('renewal failed: reminders and a final notice, then access ends at period end (EXPIRED, renewal_unpaid)', async () => {
+test.concurrent('renewal failed: reminders and a final notice, then access ends at period end (EXPIRED, renewal_unpaid)', async () => {
   const plan = await createPlan();
   const { email, token, active, subscriptionId } = await join(fast, plan.id, 'lapses');
   await waitForMail(fast.env.SANDBOX_URL, email, (m) => /^Renew your/.test(m.subject), 30_000);
@@ -335,7 +336,7 @@ test('renewal failed: reminders and a final notice, then access ends at period e
   expect((await signUp(fast, token, plan.id)).statusCode).toBe(201);
 }, 180_000);
 
-test('the organizer cancels after the renewal was paid: the renewal is refunded and access ends at period end', async () => {
+test.concurrent('the organizer cancels after the renewal was paid: the renewal is refunded and access ends at period end', async () => {
   const plan = await createPlan();
   const { token, subscriptionId, active } = await join(fast, plan.id, 'refunded-renewal');
   await eventually(
@@ -392,7 +393,7 @@ test('the organizer cancels after the renewal was paid: the renewal is refunded 
   expect(ended).toMatchObject({ periodNumber: 1, member: false, endReason: 'cancelled' });
 }, 180_000);
 
-test('an unpaid signup expires, and a payment that settles after that is refunded, never stranded', async () => {
+test.concurrent('an unpaid signup expires, and a payment that settles after that is refunded, never stranded', async () => {
   const plan = await createPlan();
   const email = `late-${unique()}@buyers.test`;
   const token = await signInBuyer(brief, email);
