@@ -9,6 +9,7 @@ import {
   OrganizerWebSession,
 } from '../entities/organizer-account.js';
 import type { Role } from './roles.js';
+import { consumeSignInCode } from './sign-in-codes.js';
 import { slugify } from './slug.js';
 
 /**
@@ -19,7 +20,6 @@ import { slugify } from './slug.js';
 /** A browser session only serves the verification pages, so it lasts a working day, not a month. */
 export const WEB_SESSION_TTL_MS = 12 * 60 * 60 * 1000;
 export const SIGN_IN_CODE_TTL_MS = 10 * 60 * 1000;
-const MAX_SIGN_IN_CODE_ATTEMPTS = 5;
 
 export interface OpenedWebSession {
   token: string;
@@ -104,21 +104,8 @@ export async function verifyOrganizerSignInCode(
 ): Promise<OpenedWebSession | null> {
   const email = input.email.toLowerCase();
   return em.fork().transactional(async (tx) => {
-    const candidates = await tx.find(
-      OrganizerLoginCode,
-      { email, usedAt: null, expiresAt: { $gt: new Date() }, attempts: { $lt: MAX_SIGN_IN_CODE_ATTEMPTS } },
-      { orderBy: { createdAt: 'desc' }, limit: 3 },
-    );
-    const match = candidates.find((candidate) => candidate.codeHash === hashOrganizerSignInCode(email, input.code));
-    if (!match) {
-      for (const candidate of candidates) candidate.attempts += 1;
-      return null;
-    }
-    const consumed = await tx.execute<{ id: string }[]>(
-      'update organizer_login_codes set used_at = now() where id = ? and used_at is null returning id',
-      [match.id],
-    );
-    if (consumed.length === 0) return null;
+    const codeHash = hashOrganizerSignInCode(email, input.code);
+    if (!(await consumeSignInCode(tx, OrganizerLoginCode, { email, codeHash }))) return null;
     const user = await tx.findOne(User, { email });
     return user ? openWebSession(tx, user.id) : null;
   });

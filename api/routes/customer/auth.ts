@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../domain/errors.js';
+import { consumeSignInCode } from '../../../domain/sign-in-codes.js';
 import { hashSignInCode } from '../../../entities/buyer.js';
 import { newId } from '../../../entities/ids.js';
 import { Buyer, BuyerLoginCode } from '../../../entities/index.js';
@@ -20,7 +21,6 @@ import { rateLimitClientKey } from '../../plugins/rate-limit.js';
 import type { ApiServices } from '../../services.js';
 
 const CODE_TTL_MS = 10 * 60 * 1000;
-const MAX_CODE_ATTEMPTS = 5;
 const SESSION_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 
 const EmailSchema = z
@@ -91,28 +91,15 @@ export const customerAuthRoutes: FastifyPluginAsyncZod<{ services: ApiServices }
       const client = rateLimitClientKey(request.ip);
       await enforceRateLimit(request, 'signInVerifyPerClient', client);
       // Per email and client, for the same reason as on request. Guessing a code from many clients stays bounded by
-      // MAX_CODE_ATTEMPTS per code, which this limit never replaced.
+      // MAX_SIGN_IN_CODE_ATTEMPTS per code (domain/sign-in-codes.ts), which this limit never replaced.
       await enforceRateLimit(request, 'signInVerifyPerEmailAndClient', signInKey(email, client));
       const em = request.em.fork();
       const invalid = () =>
         new AppError('UNAUTHENTICATED', 'The code is wrong, expired or already used; request a new one');
       const session = await em.transactional(async (tx) => {
-        const candidates = await tx.find(
-          BuyerLoginCode,
-          { email, usedAt: null, expiresAt: { $gt: new Date() }, attempts: { $lt: MAX_CODE_ATTEMPTS } },
-          { orderBy: { createdAt: 'desc' }, limit: 3 },
-        );
-        const match = candidates.find((candidate) => candidate.codeHash === hashSignInCode(email, code));
-        if (!match) {
-          // Each wrong guess burns an attempt of every live code, so guessing is bounded per code.
-          for (const candidate of candidates) candidate.attempts += 1;
+        if (!(await consumeSignInCode(tx, BuyerLoginCode, { email, codeHash: hashSignInCode(email, code) }))) {
           return null;
         }
-        const consumed = await tx.execute<{ id: string }[]>(
-          'update buyer_login_codes set used_at = now() where id = ? and used_at is null returning id',
-          [match.id],
-        );
-        if (consumed.length === 0) return null;
         // First-party buyers only: an enterprise's buyer with this address is another account (entities/buyer.ts).
         let buyer = await tx.findOne(Buyer, { email, enterprise: null });
         if (!buyer) buyer = tx.create(Buyer, { id: newId(), email, name: null, phone: null });
