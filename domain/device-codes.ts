@@ -1,5 +1,6 @@
-import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import type { Scope } from './roles.js';
+import { hashSecret } from './secret-hash.js';
 
 /**
  * The OAuth 2.0 device authorization grant (RFC 8628): the codes and the rule that answers each poll. Storage lives
@@ -60,8 +61,7 @@ export function normalizeUserCode(typed: string): string | null {
 
 /** The secret the client polls with: 256 random bits, so a plain SHA-256 is enough to store it. */
 export const newDeviceCode = (): string => randomBytes(32).toString('base64url');
-export const hashDeviceCode = (deviceCode: string): string =>
-  createHash('sha256').update(deviceCode, 'utf8').digest('hex');
+export const hashDeviceCode = hashSecret;
 
 /** What a poll can see of a device authorization. */
 export interface PolledAuthorization {

@@ -1,6 +1,7 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { defineEntity, type EntityManager, type InferEntity, p } from '@mikro-orm/core';
 import { SCOPES, type Scope } from '../domain/roles.js';
+import { hashSecret } from '../domain/secret-hash.js';
 import { baseProperties } from './common.js';
 import { newId } from './ids.js';
 import { User } from './user.js';
@@ -29,7 +30,7 @@ export const ApiKey = defineEntity({
 });
 export type IApiKey = InferEntity<typeof ApiKey>;
 
-export const hashApiKey = (plaintext: string): string => createHash('sha256').update(plaintext, 'utf8').digest('hex');
+export const hashApiKey = hashSecret;
 
 /**
  * Creates a key and returns its plaintext, which exists only in this return value: the row keeps the hash.

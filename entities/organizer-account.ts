@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { hashSecret } from '../domain/secret-hash.js';
 import { User } from './user.js';
 
 /**
@@ -58,7 +59,7 @@ export const OrganizerWebSession = defineEntity({
 export type IOrganizerWebSession = InferEntity<typeof OrganizerWebSession>;
 
 /** SHA-256 of a high-entropy secret (link token, session token): 256 random bits need no slow hash. */
-export const hashAccountSecret = (secret: string): string => createHash('sha256').update(secret, 'utf8').digest('hex');
+export const hashAccountSecret = hashSecret;
 
 /** Codes are short, so the hash is salted with the address and a purpose: an equal buyer code never matches. */
 export const hashOrganizerSignInCode = (email: string, code: string): string =>

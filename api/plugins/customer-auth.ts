@@ -1,8 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError } from '../../domain/errors.js';
+import { hashSecret } from '../../domain/secret-hash.js';
 import type { IBuyerSession } from '../../entities/buyer.js';
 import { newId } from '../../entities/ids.js';
 import { Buyer, BuyerSession } from '../../entities/index.js';
@@ -32,7 +33,7 @@ declare module 'fastify' {
   }
 }
 
-export const hashSessionToken = (token: string): string => createHash('sha256').update(token, 'utf8').digest('hex');
+export const hashSessionToken = hashSecret;
 
 export function presentedSessionToken(request: FastifyRequest): string | undefined {
   const header = request.headers['x-customer-session'];
