@@ -30,6 +30,11 @@ export const Sale = defineEntity({
     // Reports (api/reports): CONFIRMED sales of a period (timeseries, summary), and one event's sales of a period.
     { properties: ['workspace', 'status', 'createdAt'] },
     { properties: ['workspace', 'event', 'createdAt'] },
+    // Holds whose payment window has passed, found every sweep (entities/stock.ts, releaseLapsedHolds).
+    {
+      name: 'sales_pending_expires_at_index',
+      expression: `create index "sales_pending_expires_at_index" on "sales" ("expires_at") where "status" = 'PENDING'`,
+    },
   ],
   properties: {
     ...baseProperties,

@@ -70,8 +70,19 @@ export async function takeStock(
       'select shard, available from ticket_stock where ticket_type_id = ? order by shard for update',
       [input.ticketTypeId],
     );
-    const total = shards.reduce((sum, row) => sum + row.available, 0);
-    if (total < input.quantity) return null;
+    let total = shards.reduce((sum, row) => sum + row.available, 0);
+    if (total < input.quantity) {
+      // Units held by reservations whose payment window has passed are on sale again: the deadline frees them,
+      // whether or not their checkout has closed them yet (it finds them closed and does the bookkeeping).
+      const freed = await reclaimLapsedHoldsOfType(em, input.ticketTypeId, input.quantity - total);
+      if (freed.length === 0) return null;
+      for (const unit of freed) {
+        const row = shards.find((each) => each.shard === unit.shard);
+        if (row) row.available += unit.quantity;
+      }
+      total = shards.reduce((sum, row) => sum + row.available, 0);
+      if (total < input.quantity) return null;
+    }
     const spread: ShardTake[] = [];
     let missing = input.quantity;
     for (const row of shards) {
@@ -152,6 +163,96 @@ export async function releaseStock(em: EntityManager, saleId: string): Promise<n
     [saleId],
   );
   return rows.reduce((sum, row) => sum + Number(row.quantity), 0);
+}
+
+/**
+ * What closing a lapsed hold writes, besides the stock: the sale leaves PENDING as its checkout would close it at the
+ * deadline, and its discount use goes back. `closed` names the CTE of the closed sales (id, discount_id).
+ */
+const LAPSED_SALE_CLOSE = `update sales s set status = 'ABANDONED', closed_at = now(), updated_at = now(),
+       failure_reason = coalesce(s.failure_reason, 'payment window expired')
+      from lapsed l where s.id = l.id and s.status = 'PENDING' returning s.id, s.discount_id`;
+const LAPSED_DISCOUNT_RETURN = `update discounts d set uses = greatest(d.uses - n.uses, 0)
+      from (select discount_id, count(*)::int as uses from closed where discount_id is not null group by discount_id) n
+     where d.id = n.discount_id returning d.id`;
+
+/**
+ * Closes reservations of one ticket type whose payment window has passed, oldest first, until `wanted` units are
+ * back in the shards (already locked by the caller, who is short of them). Only sales holding nothing but this type
+ * are taken here: touching another type's rows while holding these could deadlock with an order taking both; the
+ * sweep (releaseLapsedHolds) frees the others. Sales another transaction holds (a payment confirming) are skipped.
+ */
+async function reclaimLapsedHoldsOfType(em: EntityManager, ticketTypeId: string, wanted: number): Promise<ShardTake[]> {
+  const rows = await em.execute<{ shard: number; quantity: number }[]>(
+    `with candidates as (
+       select a.sale_id, s.expires_at, sum(a.quantity) as units
+         from sale_stock_allocations a join sales s on s.id = a.sale_id
+        where a.ticket_type_id = ? and s.status = 'PENDING' and s.expires_at <= now()
+          and not exists (select 1 from sale_stock_allocations o where o.sale_id = a.sale_id and o.ticket_type_id <> a.ticket_type_id)
+        group by a.sale_id, s.expires_at),
+     oldest_first as (
+       select sale_id, sum(units) over (order by expires_at, sale_id) - units as units_before from candidates),
+     lapsed as (
+       select s.id from sales s
+        where s.id in (select sale_id from oldest_first where units_before < ?)
+        for update of s skip locked),
+     closed as (${LAPSED_SALE_CLOSE}),
+     released as (
+       delete from sale_stock_allocations a using closed c where a.sale_id = c.id
+       returning a.shard, a.quantity),
+     per_shard as (select shard, sum(quantity)::int as quantity from released group by shard),
+     restocked as (
+       update ticket_stock t set available = t.available + p.quantity
+         from per_shard p where t.ticket_type_id = ? and t.shard = p.shard returning p.shard, p.quantity),
+     discounts as (${LAPSED_DISCOUNT_RETURN})
+     select shard, quantity from restocked`,
+    [ticketTypeId, wanted, ticketTypeId],
+  );
+  return rows.map((row) => ({ shard: Number(row.shard), quantity: Number(row.quantity) }));
+}
+
+export interface LapsedHoldsReleased {
+  sales: number;
+  units: number;
+}
+
+/**
+ * The sweep: closes up to `limit` reservations whose payment window has passed and puts their units back on sale, in
+ * one transaction. Their checkouts, when their timers fire, find them closed and only do the bookkeeping (ask the
+ * gateway, release numbered seats); a payment that still arrives is late money: confirmed if the stock can be taken
+ * again, else refunded. Stock rows are locked in (ticket type, shard) order, like every other writer of them.
+ */
+export async function releaseLapsedHolds(em: EntityManager, limit: number): Promise<LapsedHoldsReleased> {
+  const lapsed = await em.execute<{ id: string }[]>(
+    `select id from sales where status = 'PENDING' and expires_at <= now()
+      order by expires_at limit ? for update skip locked`,
+    [limit],
+  );
+  if (lapsed.length === 0) return { sales: 0, units: 0 };
+  // One parameter for the whole batch, however large it is.
+  const ids = lapsed.map((row) => row.id).join(',');
+  await em.execute(
+    `select 1 from ticket_stock t
+      where (t.ticket_type_id, t.shard) in (select ticket_type_id, shard from sale_stock_allocations
+                                       where sale_id = any(string_to_array(?, ',')::uuid[]))
+      order by t.ticket_type_id, t.shard for update of t`,
+    [ids],
+  );
+  const rows = await em.execute<{ sales: string; units: string }[]>(
+    `with lapsed as (select unnest(string_to_array(?, ',')::uuid[]) as id),
+     closed as (${LAPSED_SALE_CLOSE}),
+     released as (
+       delete from sale_stock_allocations a using closed c where a.sale_id = c.id
+       returning a.ticket_type_id, a.shard, a.quantity),
+     per_shard as (select ticket_type_id, shard, sum(quantity)::int as quantity from released group by ticket_type_id, shard),
+     restocked as (
+       update ticket_stock t set available = t.available + p.quantity
+         from per_shard p where t.ticket_type_id = p.ticket_type_id and t.shard = p.shard returning p.quantity),
+     discounts as (${LAPSED_DISCOUNT_RETURN})
+     select (select count(*) from closed) as sales, (select coalesce(sum(quantity), 0) from restocked) as units`,
+    [ids],
+  );
+  return { sales: Number(rows[0]?.sales ?? 0), units: Number(rows[0]?.units ?? 0) };
 }
 
 /** Units a sale currently holds, per ticket type (0 rows: it holds nothing). */

@@ -19,6 +19,7 @@ import { temporalRuntimeLogger } from '../observability/temporal-logger.js';
 import { workerTracingOptions, workflowClientInterceptors } from '../observability/temporal-tracing.js';
 import { startTracing } from '../observability/tracing.js';
 import { installRuntimeWithMetrics, startWorkerMetricsServer } from '../observability/worker-metrics.js';
+import { startLapsedHoldSweep } from './lapsed-hold-sweep.js';
 import { createProviders } from './providers.js';
 import { ensureReconcilerSchedule, ensureSettlementSweepSchedule } from './schedules.js';
 import { ensureSearchAttributes } from './search-attributes.js';
@@ -146,9 +147,16 @@ logger.info(
   'worker started',
 );
 await startWebhookDispatcher(temporal, env);
+const lapsedHoldSweep = startLapsedHoldSweep({
+  orm,
+  logger,
+  intervalMs: env.LAPSED_HOLD_SWEEP_MS,
+  batchSize: env.LAPSED_HOLD_SWEEP_BATCH,
+});
 try {
   await runWorkers([worker, webhookWorker]);
 } finally {
+  await lapsedHoldSweep.stop();
   await metricsServer?.close();
   await connection.close();
   await clientConnection.close();

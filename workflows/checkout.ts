@@ -73,6 +73,11 @@ const GATEWAY_B_FIRST_APPROVAL = 'checkout-gateway-b-first-approval';
  * after an outage at the deadline the answer could wait minutes. They replay that way.
  */
 const OWED_ASK_RETRY = 'checkout-owed-ask-retry';
+/**
+ * Executions recorded before it never found their sale closed by someone else while a payment confirmed it: since
+ * the deadline itself frees the stock (worker/lapsed-hold-sweep.ts), such a payment is judged as late money.
+ */
+const DEADLINE_FREES_STOCK = 'checkout-deadline-frees-stock';
 
 /**
  * Short, idempotent database transactions run inside the workflow task (local activities): no task-queue round
@@ -522,15 +527,22 @@ class SaleCheckout {
       paymentStatus: verdict.rawStatus,
     });
     if (result.paymentRefunded) return;
+    const closedMeanwhile = !result.confirmed && (result.status === 'ABANDONED' || result.status === 'CANCELLED');
+    if (closedMeanwhile && patched(DEADLINE_FREES_STOCK)) {
+      // The deadline passed and the lapsed-hold sweep (or another buyer short of stock) closed the sale before this
+      // execution's timer did: the payment is late money, confirmed only if the stock can be taken again.
+      this.publish(result.status);
+      return this.resolveLateMoney(verdict, { seatsBooked: this.seated });
+    }
     this.adoptGateway(verdict.gateway);
     this.paidWith = result.paymentRef ?? this.paidWith;
     this.publish(result.status);
   }
 
   /** Money for a sale that closed unpaid: confirm it if its stock (and seats) can be taken again, else refund. */
-  private async resolveLateMoney(verdict: PaymentVerdict): Promise<void> {
-    let seatsBooked = false;
-    if (this.seated && this.now() === 'abandoned') {
+  private async resolveLateMoney(verdict: PaymentVerdict, options: { seatsBooked?: boolean } = {}): Promise<void> {
+    let seatsBooked = options.seatsBooked === true;
+    if (this.seated && !seatsBooked && this.now() === 'abandoned') {
       const booked = await seatMap.bookSaleSeats({ saleId: this.input.saleId });
       if (!booked.ok) return this.giveBack(verdict, 'late_seats_gone');
       seatsBooked = true;
