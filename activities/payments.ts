@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/activity';
 import { saleGateway, workspaceGateway } from '../domain/gateways.js';
 import { isCurrencyCode, toMajorUnits } from '../domain/money.js';
+import { gatewayAVerdict, type PaymentVerdict, type SaleMoney } from '../domain/payment-verdict.js';
 import { Event, Sale, Workspace } from '../entities/index.js';
 import { fromGatewayBAmount, isGatewayBCurrency } from '../integrations/gateway-b/amounts.js';
 import { gatewayBButton } from '../integrations/gateway-b/button.js';
@@ -15,33 +16,10 @@ import type {
 import type { ActivityDeps } from './deps.js';
 import type { GatewayAPayment, GatewayBTransaction } from './ports.js';
 
+export type { PaymentVerdict } from '../domain/payment-verdict.js';
+
 const ANY_TENANT = { filters: { tenant: false } } as const;
 const INCLUDING_DELETED = { filters: { tenant: false, notDeleted: false } } as const;
-
-/** What the gateway says about a sale's payment, after re-reading it from the gateway's own API. */
-export interface PaymentVerdict {
-  gateway: Gateway;
-  outcome: 'approved' | 'rejected' | 'pending' | 'refunded' | 'unknown';
-  providerPaymentId: string | null;
-  rawStatus: string;
-  statusDetail: string | null;
-  /** True when the payment's amount or currency do not match the sale: it never buys the sale and goes back. */
-  mismatch: boolean;
-  /** True when the payment names another sale's reference: not this sale's money to judge or refund. */
-  foreign: boolean;
-}
-
-const GATEWAY_A_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
-  approved: 'approved',
-  authorized: 'pending',
-  pending: 'pending',
-  in_process: 'pending',
-  in_mediation: 'pending',
-  rejected: 'rejected',
-  cancelled: 'rejected',
-  refunded: 'refunded',
-  charged_back: 'refunded',
-};
 
 const GATEWAY_B_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
   APPROVED: 'approved',
@@ -53,12 +31,6 @@ const GATEWAY_B_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
   NO_TRANSACTION_FOUND: 'unknown',
 };
 
-interface SaleMoney {
-  reference: string;
-  total: number;
-  currency: string;
-}
-
 const notFound = (gateway: Gateway): PaymentVerdict => ({
   gateway,
   outcome: 'unknown',
@@ -68,18 +40,6 @@ const notFound = (gateway: Gateway): PaymentVerdict => ({
   mismatch: false,
   foreign: false,
 });
-
-function gatewayAVerdict(payment: GatewayAPayment, sale: SaleMoney): PaymentVerdict {
-  return {
-    gateway: 'GATEWAY_A',
-    outcome: GATEWAY_A_OUTCOME[payment.status] ?? 'unknown',
-    providerPaymentId: payment.id,
-    rawStatus: payment.status,
-    statusDetail: payment.statusDetail,
-    mismatch: payment.amount !== sale.total || payment.currency !== sale.currency,
-    foreign: payment.externalReference !== sale.reference,
-  };
-}
 
 /** The gateway reports its own unit (cents for USD), so the sale's minor units are compared after converting back. */
 function gatewayBAmountDiffers(amount: number, reportedCurrency: string | null, sale: SaleMoney): boolean {
@@ -170,7 +130,7 @@ export function createPaymentActivities(deps: ActivityDeps) {
     async chargeCard(input: { saleId: string; request: CardChargeRequest }) {
       const { sale, event, currency } = await loadSale(input.saleId);
       const tokenDigest = createHash('sha256').update(input.request.cardToken).digest('hex').slice(0, 24);
-      return gatewayA.chargeCard({
+      const payment = await gatewayA.chargeCard({
         idempotencyKey: `card-${sale.id}-${tokenDigest}`,
         cardToken: input.request.cardToken,
         paymentMethodId: input.request.paymentMethodId,
@@ -182,6 +142,9 @@ export function createPaymentActivities(deps: ActivityDeps) {
         payerEmail: sale.buyerEmail,
         notificationUrl,
       });
+      // The charge's answer is the gateway's own record of the payment, read server to server: the checkout can judge
+      // it as is, without asking the gateway again.
+      return { ...payment, verdict: gatewayAVerdict(payment, sale) };
     },
 
     /**

@@ -78,6 +78,13 @@ const OWED_ASK_RETRY = 'checkout-owed-ask-retry';
  * the deadline itself frees the stock (worker/lapsed-hold-sweep.ts), such a payment is judged as late money.
  */
 const DEADLINE_FREES_STOCK = 'checkout-deadline-frees-stock';
+/**
+ * Executions recorded before it read every payment from the gateway again before judging it: a card charge's answer
+ * and a notification the API had just re-read (both already the gateway's own record), and news of the payment that
+ * already paid the sale. They replay that way. Since, a card purchase needs no task-queue activity besides the charge
+ * and the ticket email.
+ */
+const NEWS_ALREADY_READ = 'checkout-news-already-read';
 
 /**
  * Short, idempotent database transactions run inside the workflow task (local activities): no task-queue round
@@ -393,9 +400,21 @@ class SaleCheckout {
 
   /** The gateway's own record of the payment a notification names; null when the gateway cannot be read now. */
   private async readVerdict(notification: PaymentNotification): Promise<PaymentVerdict | null> {
+    const { verdict: alreadyRead, ...news } = notification;
+    if (alreadyRead && notification.eventType === 'card_charge') {
+      // The charge's answer, recorded as the CARD attempt when it came back (set only under NEWS_ALREADY_READ).
+      return alreadyRead;
+    }
+    if (this.alreadyPaidWith(notification) && patched(NEWS_ALREADY_READ)) {
+      // News of the gateway A payment that paid this sale: judging it would change nothing (see judge).
+      return null;
+    }
     let verdict: PaymentVerdict;
     try {
-      verdict = await gateways.readPayment({ saleId: this.input.saleId, notification });
+      verdict =
+        alreadyRead && patched(NEWS_ALREADY_READ)
+          ? alreadyRead
+          : await gateways.readPayment({ saleId: this.input.saleId, notification: news });
     } catch (error) {
       if (!isGiveUp(error)) throw error;
       log.warn('the gateway could not be read for a notification; asking again later', { saleId: this.input.saleId });
@@ -916,6 +935,7 @@ class SaleCheckout {
       eventType: 'card_charge',
       receivedAtMs: Date.now(),
       dedupeKey: `charge:${payment.id}`,
+      ...(payment.verdict && patched(NEWS_ALREADY_READ) ? { verdict: payment.verdict } : {}),
     });
     await condition(() => this.settledPayments.has(payment.id));
     const refunded = this.givenBack.has(payment.id);
@@ -940,6 +960,16 @@ class SaleCheckout {
   /** Reads the phase through a call, so the compiler does not keep a narrowing across awaits. */
   private now(): CheckoutPhase {
     return this.phase;
+  }
+
+  /** Gateway A news of the payment that confirmed this sale; gateway B's repeats mean refunds, so they are read. */
+  private alreadyPaidWith(notification: PaymentNotification): boolean {
+    return (
+      this.now() === 'confirmed' &&
+      notification.gateway === 'GATEWAY_A' &&
+      notification.providerPaymentId !== null &&
+      notification.providerPaymentId === this.paidWith
+    );
   }
 
   private closedUnpaid(): boolean {

@@ -4,6 +4,7 @@
  */
 import { defineSearchAttributeKey, type SearchAttributePair, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { PaymentVerdict } from '../domain/payment-verdict.js';
 import type { SaleStatus } from '../domain/sale-state.js';
 
 export const TASK_QUEUE_DEFAULT = 'ticketing';
@@ -242,6 +243,11 @@ export interface PaymentNotification {
   receivedAtMs: number;
   /** Provider event id, for deduplicating repeated deliveries. */
   dedupeKey: string;
+  /**
+   * What the gateway's own record of the payment says, when the sender has just read it from the gateway's API (the
+   * gateway A route re-reads every notification before waking the checkout): judged as is, not read a second time.
+   */
+  verdict?: PaymentVerdict;
 }
 
 export const paymentNotificationSignal = defineSignal<[PaymentNotification]>('paymentNotification');

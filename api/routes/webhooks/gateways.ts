@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { isMembershipReference, parseSaleReference } from '../../../domain/codes.js';
 import { AppError } from '../../../domain/errors.js';
 import { saleGateway } from '../../../domain/gateways.js';
+import { gatewayAVerdict } from '../../../domain/payment-verdict.js';
 import {
   Event,
   MembershipPayment,
@@ -191,12 +192,19 @@ export const gatewayWebhookRoutes: FastifyPluginAsyncZod<{ services: ApiServices
         request.log.warn({ paymentId: payment.id }, 'gateway A payment names no sale of ours; ignored');
         return { received: true, ignored: 'unknown reference' };
       }
+      if (payment.status === 'approved' && sale.status === 'CONFIRMED' && sale.paymentRef === payment.id) {
+        // The payment that confirmed this sale, approved as when it did: its checkout would judge it and change
+        // nothing, so it is not woken (and a finished one is not started again) for it.
+        return { received: true, ignored: 'already applied' };
+      }
       await notifyCheckout(services, sale.id, {
         gateway: 'GATEWAY_A',
         providerPaymentId: payment.id,
         eventType: `payment.${payment.status}`,
         receivedAtMs: Date.now(),
         dedupeKey: `a:${payment.id}:${payment.status}`,
+        // Just read from the gateway: the checkout judges this instead of reading the payment a second time.
+        verdict: gatewayAVerdict(payment, sale),
       });
       return { received: true };
     },

@@ -1,0 +1,138 @@
+/**
+ * What one card purchase costs the orchestration (issue 14), counted from its checkout's history: the gateway's own
+ * records are judged as they are read (the card charge's answer, a notification the API has just re-read), so the
+ * only task-queue activities are the charge and the ticket email; news of the payment that already confirmed the sale
+ * does not even wake the checkout. Patch `checkout-news-already-read`, with a committed replay fixture.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { temporal } from '@temporalio/proto';
+import { checkoutWorkflowId } from '../../workflows/definitions.js';
+import { replayHistories, showHistory, writeHistory } from '../replay/recorder.js';
+import { createOrganizer, type Organizer } from '../support/fixtures.js';
+import {
+  cardToken,
+  confirmAtBank,
+  eventually,
+  orderBody,
+  publishEvent,
+  reserveOrder,
+  session,
+  signInBuyer,
+  waitForMail,
+} from '../support/purchase.js';
+import { startTestApi, type TestApi } from '../support/stack.js';
+
+let api: TestApi;
+let organizer: Organizer;
+const scratch = mkdtempSync(join(tmpdir(), 'ticketing-histories-'));
+beforeAll(async () => {
+  api = await startTestApi();
+  organizer = await createOrganizer(api.orm.em.fork());
+});
+afterAll(async () => {
+  await api.close();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+const email = (label: string) => `${label}-${Math.random().toString(36).slice(2, 10)}@buyers.test`;
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+const EventType = { completedTask: 7, activityScheduled: 10 } as const;
+
+async function historyOf(saleId: string): Promise<HistoryEvent[]> {
+  const history = await api.services.temporal.workflow.getHandle(checkoutWorkflowId(saleId)).fetchHistory();
+  return history.events ?? [];
+}
+
+const activitiesOf = (events: HistoryEvent[]) =>
+  events
+    .filter((event) => Number(event.eventType) === EventType.activityScheduled)
+    .map((event) => event.activityTaskScheduledEventAttributes?.activityType?.name);
+
+const workflowTasksOf = (events: HistoryEvent[]) =>
+  events.filter((event) => Number(event.eventType) === EventType.completedTask).length;
+
+async function buyByCard(label: string) {
+  const buyer = email(label);
+  const event = await publishEvent(api, organizer, { capacity: 5 });
+  const token = await signInBuyer(api, buyer);
+  const created = await reserveOrder(api, token, orderBody(event, 1));
+  expect(created.statusCode).toBe(201);
+  const order = created.json().data as { saleId: string; reference: string };
+  const headers = session(token);
+  expect(
+    (await api.request({ method: 'POST', url: `/api/v1/customer/orders/${order.saleId}/payment`, headers })).statusCode,
+  ).toBe(200);
+  const charged = await api.request({
+    method: 'POST',
+    url: `/api/v1/customer/orders/${order.saleId}/payment/card`,
+    headers,
+    payload: { token: await cardToken(api, 'APRO') },
+  });
+  expect(charged.json().data).toMatchObject({ status: 'approved', saleStatus: 'CONFIRMED' });
+  await waitForMail(api.env.SANDBOX_URL, buyer, (mail) => mail.subject.includes(order.reference));
+  const describeRun = () => api.services.temporal.workflow.getHandle(checkoutWorkflowId(order.saleId)).describe();
+  await eventually(describeRun, (run) => run.status.name === 'COMPLETED');
+  return { order, token };
+}
+
+describe('a card purchase, counted from its checkout history', () => {
+  test('two task-queue activities (the charge and the ticket email), no second read of any payment', async () => {
+    const { order } = await buyByCard('card-cost');
+    const events = await historyOf(order.saleId);
+    expect(activitiesOf(events)).toEqual(['chargeCard', 'emailTickets']);
+    // reserve, open payment, charge accepted, charge answered (and any notification), email sent.
+    expect(workflowTasksOf(events)).toBeLessThanOrEqual(6);
+
+    const recorded = writeHistory(
+      showHistory(api.env.TEMPORAL_ADDRESS, checkoutWorkflowId(order.saleId)),
+      'checkout-card-approved-news-already-read',
+      scratch,
+    );
+    expect(replayHistories([recorded]).map((result) => result.ok)).toEqual([true]);
+  });
+
+  test('a repeated notification of the payment that confirmed the sale is acknowledged without waking the checkout', async () => {
+    const { order } = await buyByCard('card-repeat');
+    const before = (await historyOf(order.saleId)).length;
+    const replayed = await fetch(`${api.env.SANDBOX_URL}/control/notifications/replay`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ gateway: 'gateway-a', reference: order.reference }),
+    });
+    expect(replayed.status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const run = await api.services.temporal.workflow.getHandle(checkoutWorkflowId(order.saleId)).describe();
+    expect(run.status.name).toBe('COMPLETED');
+    expect((await historyOf(order.saleId)).length).toBe(before);
+  });
+
+  test('a PSE payment is judged from the notification the API re-read: no readPayment activity', async () => {
+    const buyer = email('pse-cost');
+    const event = await publishEvent(api, organizer, { capacity: 5 });
+    const token = await signInBuyer(api, buyer);
+    const order = (await reserveOrder(api, token, orderBody(event, 1))).json().data as {
+      saleId: string;
+      reference: string;
+    };
+    const pse = await api.request({
+      method: 'POST',
+      url: `/api/v1/customer/orders/${order.saleId}/payment/pse`,
+      headers: session(token),
+    });
+    expect((await confirmAtBank(pse.json().data.redirectUrl)).status).toBe(302);
+    const settled = await fetch(`${api.env.SANDBOX_URL}/control/gateway-a/pse/settle`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ reference: order.reference, outcome: 'approved' }),
+    });
+    expect(settled.status).toBe(200);
+    await eventually(
+      () => api.services.temporal.workflow.getHandle(checkoutWorkflowId(order.saleId)).describe(),
+      (run) => run.status.name === 'COMPLETED',
+      20_000,
+    );
+    expect(activitiesOf(await historyOf(order.saleId))).toEqual(['openPsePayment', 'emailTickets']);
+  });
+});
