@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { membershipReferenceFromBytes, SALE_REFERENCE_RANDOM_BYTES } from '../domain/codes.js';
 import { formatMoney, isCurrencyCode } from '../domain/money.js';
 import { newId } from '../entities/ids.js';
@@ -79,11 +79,25 @@ export type MembershipMailKind =
   | 'renewal_due'
   | 'renewal_reminder'
   | 'renewal_final_notice'
+  | 'renewal_declined'
   | 'renewal_paid'
   | 'renewed'
   | 'cancel_scheduled'
   | 'cancelled'
   | 'expired';
+
+export interface MembershipMailInput {
+  subscriptionId: string;
+  kind: MembershipMailKind;
+  /** The payment request whose link and amount the mail carries, if it asks for money. */
+  paymentId: string | null;
+}
+
+/**
+ * Quick tries of the declined-payment notice inside its database step (its first retries come within about four
+ * seconds); after them the decline is recorded without the notice.
+ */
+const DECLINE_NOTICE_TRIES = 4;
 
 const GATEWAY_A_OUTCOME: Record<string, MembershipVerdict['outcome']> = {
   approved: 'approved',
@@ -207,6 +221,67 @@ export function createMembershipActivities(deps: ActivityDeps) {
   const { gatewayA } = deps.providers;
   const origin = deps.env.PUBLIC_ORIGIN.replace(/\/$/, '');
   const notificationUrl = `${(deps.env.GATEWAY_NOTIFICATION_ORIGIN ?? origin).replace(/\/$/, '')}/api/v1/webhooks/gateway-a`;
+
+  /** Renders and sends one membership email (the texts of every kind are here); the link goes in those that ask. */
+  async function sendMembershipMail(em: EntityManager, input: MembershipMailInput): Promise<void> {
+    const subscription = await em.findOneOrFail(MembershipSubscription, { id: input.subscriptionId }, ANY_TENANT);
+    const plan = await planOf(em, subscription.plan);
+    const buyer = await em.findOneOrFail(Buyer, { id: subscription.buyer });
+    const payment = input.paymentId ? await em.findOne(MembershipPayment, { id: input.paymentId }, ANY_TENANT) : null;
+    const price = (amount: number, currency: string) =>
+      isCurrencyCode(currency) ? formatMoney(amount, currency) : `${amount} ${currency}`;
+    const until = subscription.currentPeriodEnd?.toISOString().slice(0, 16).replace('T', ' ') ?? '';
+    const link = payment?.checkoutUrl ?? null;
+    const ask = payment ? `Pay ${price(payment.amount, payment.currency)} here: ${link ?? '(link pending)'}` : '';
+    const texts: Record<MembershipMailKind, { subject: string; body: string }> = {
+      signup_link: { subject: `Complete your ${plan.name} membership`, body: ask },
+      activated: { subject: `Welcome to ${plan.name}`, body: `Your membership is active until ${until} UTC.` },
+      renewal_due: { subject: `Renew your ${plan.name} membership`, body: `${ask}\nYour period ends ${until} UTC.` },
+      renewal_reminder: {
+        subject: `Reminder: renew your ${plan.name} membership`,
+        body: `${ask}\nYour period ends ${until} UTC.`,
+      },
+      renewal_final_notice: {
+        subject: `Final notice: your ${plan.name} membership ends ${until} UTC`,
+        body: `${ask}\nWithout this payment your access ends ${until} UTC.`,
+      },
+      renewal_declined: {
+        subject: `Your ${plan.name} renewal payment was declined`,
+        body:
+          'The payment for your next period was declined. The same link still works; try again with another card or bank.' +
+          `\n${ask}\nWithout this payment your access ends ${until} UTC.`,
+      },
+      renewal_paid: {
+        subject: `Renewal received for ${plan.name}`,
+        body: `Thank you; your next period starts ${until} UTC.`,
+      },
+      renewed: { subject: `Your ${plan.name} membership renewed`, body: `Active until ${until} UTC.` },
+      cancel_scheduled: {
+        subject: `Your ${plan.name} membership is cancelled`,
+        body: `You keep your access until ${until} UTC; it will not renew.`,
+      },
+      cancelled: { subject: `Your ${plan.name} membership has ended`, body: 'It was cancelled; thank you.' },
+      expired: {
+        subject: `Your ${plan.name} membership has expired`,
+        body: 'The payment did not arrive in time. You can join again any time.',
+      },
+    };
+    const { subject, body } = texts[input.kind];
+    const greeting = `Hello${buyer.name ? ` ${buyer.name}` : ''},`;
+    await deps.providers.mail.send({
+      to: buyer.email,
+      subject,
+      text: `${greeting}\n\n${body}\n`,
+      html: `<p>${escapeHtml(greeting)}</p>${body
+        .split('\n')
+        .map((line) =>
+          link && line.includes(link)
+            ? `<p><a href="${escapeHtml(link)}">${escapeHtml(line)}</a></p>`
+            : `<p>${escapeHtml(line)}</p>`,
+        )
+        .join('')}`,
+    });
+  }
 
   return {
     async readMembership(subscriptionId: string): Promise<MembershipSnapshot | null> {
@@ -360,7 +435,13 @@ export function createMembershipActivities(deps: ActivityDeps) {
           'select status from membership_payments where provider_payment_id = ? for update',
           [verdict.providerPaymentId],
         );
-        if (seen[0]) return seen[0].status === 'REFUND_REQUESTED' ? 'give_back' : 'already_applied';
+        if (seen[0]?.status === 'REJECTED') {
+          // Recorded as declined, now reported approved (a gateway may revise its verdict): the decline record gives
+          // way, and the money is decided below like any other, so it is never taken for already applied.
+          await tx.execute(`delete from membership_payments where provider_payment_id = ? and status = 'REJECTED'`, [
+            verdict.providerPaymentId,
+          ]);
+        } else if (seen[0]) return seen[0].status === 'REFUND_REQUESTED' ? 'give_back' : 'already_applied';
         if (!verdict.reference) return 'not_ours';
         const [row] = await tx.execute<PaymentRow[]>(
           `select id, subscription_id, workspace_id, period_number, reference, status, provider_payment_id, amount, currency
@@ -452,23 +533,83 @@ export function createMembershipActivities(deps: ActivityDeps) {
       return { outcome, snapshot };
     },
 
-    /** The gateway declined a payment: the link stays open to try again; an unpaid renewal shows FAILED. */
-    async notePaymentRejected(input: { reference: string; statusDetail: string | null }): Promise<void> {
+    /**
+     * The gateway declined a payment of the open request: the link stays open to try again and an unpaid renewal
+     * shows FAILED. The buyer hears of each declined renewal payment once, at once (the link and the instant access
+     * ends unpaid): the decline is recorded as a REJECTED row under its provider payment id, which is unique, after
+     * the notice went out, so a repeated notification or a retried step finds the record and sends nothing. The
+     * mail gets DECLINE_NOTICE_TRIES quick tries; then the decline is recorded without it, because this step holds
+     * up the money handling of the execution behind it.
+     */
+    async notePaymentRejected(input: {
+      reference: string;
+      providerPaymentId: string;
+      statusDetail: string | null;
+    }): Promise<void> {
       const em = deps.orm.em.fork();
-      await em.transactional(async (tx) => {
-        const rows = await tx.execute<{ subscription_id: string; period_number: number }[]>(
+      const detail = input.statusDetail ?? 'rejected';
+      const unrecorded = await em.transactional(async (tx): Promise<PaymentRow | null> => {
+        const rows = await tx.execute<PaymentRow[]>(
           `update membership_payments set status_detail = ?, updated_at = now()
-            where reference = ? and status = 'OPEN' returning subscription_id, period_number`,
-          [input.statusDetail ?? 'rejected', input.reference],
+            where reference = ? and status = 'OPEN'
+            returning id, subscription_id, workspace_id, period_number, reference, status, provider_payment_id, amount,
+                      currency`,
+          [detail, input.reference],
         );
-        const row = rows[0];
-        if (row && row.period_number > 1) {
+        const request = rows[0];
+        if (!request) return null;
+        if (request.period_number > 1) {
           await tx.execute(
             `update membership_subscriptions set renewal_state = 'FAILED', updated_at = now()
               where id = ? and renewal_state = 'DUE'`,
-            [row.subscription_id],
+            [request.subscription_id],
           );
         }
+        const recorded = await tx.execute<{ one: number }[]>(
+          'select 1 as one from membership_payments where provider_payment_id = ?',
+          [input.providerPaymentId],
+        );
+        return recorded.length === 0 ? request : null;
+      });
+      if (!unrecorded) return;
+      let noticeSent = true;
+      // A declined signup needs no mail: the buyer is on the payment page that just said so.
+      if (unrecorded.period_number > 1) {
+        try {
+          await sendMembershipMail(em.fork(), {
+            subscriptionId: unrecorded.subscription_id,
+            kind: 'renewal_declined',
+            paymentId: unrecorded.id,
+          });
+        } catch (error) {
+          const context = Context.current();
+          if (context.info.attempt < DECLINE_NOTICE_TRIES) throw error;
+          context.log.warn('the declined-payment notice could not be sent; the decline is recorded without it', {
+            subscriptionId: unrecorded.subscription_id,
+            providerPaymentId: input.providerPaymentId,
+            error: String(error),
+          });
+          noticeSent = false;
+        }
+      }
+      await em.fork().transactional(async (tx) => {
+        await tx.execute(
+          `insert into membership_payments (id, created_at, updated_at, workspace_id, subscription_id, period_number,
+                  reference, gateway, amount, currency, status, provider_payment_id, status_detail)
+           values (?, now(), now(), ?, ?, ?, ?, 'GATEWAY_A', ?, ?, 'REJECTED', ?, ?)
+           on conflict (provider_payment_id) do nothing`,
+          [
+            newId(),
+            unrecorded.workspace_id,
+            unrecorded.subscription_id,
+            unrecorded.period_number,
+            await newMembershipReference(tx),
+            unrecorded.amount,
+            unrecorded.currency,
+            input.providerPaymentId,
+            `${detail} (${unrecorded.reference}${noticeSent ? '' : '; notice not sent'})`.slice(0, 120),
+          ],
+        );
       });
     },
 
@@ -671,63 +812,8 @@ export function createMembershipActivities(deps: ActivityDeps) {
     },
 
     /** One email of the membership's life; the payment link goes in the ones that ask for money. */
-    async emailMembership(input: {
-      subscriptionId: string;
-      kind: MembershipMailKind;
-      paymentId: string | null;
-    }): Promise<void> {
-      const em = deps.orm.em.fork();
-      const subscription = await em.findOneOrFail(MembershipSubscription, { id: input.subscriptionId }, ANY_TENANT);
-      const plan = await planOf(em, subscription.plan);
-      const buyer = await em.findOneOrFail(Buyer, { id: subscription.buyer });
-      const payment = input.paymentId ? await em.findOne(MembershipPayment, { id: input.paymentId }, ANY_TENANT) : null;
-      const price = (amount: number, currency: string) =>
-        isCurrencyCode(currency) ? formatMoney(amount, currency) : `${amount} ${currency}`;
-      const until = subscription.currentPeriodEnd?.toISOString().slice(0, 16).replace('T', ' ') ?? '';
-      const link = payment?.checkoutUrl ?? null;
-      const ask = payment ? `Pay ${price(payment.amount, payment.currency)} here: ${link ?? '(link pending)'}` : '';
-      const texts: Record<MembershipMailKind, { subject: string; body: string }> = {
-        signup_link: { subject: `Complete your ${plan.name} membership`, body: ask },
-        activated: { subject: `Welcome to ${plan.name}`, body: `Your membership is active until ${until} UTC.` },
-        renewal_due: { subject: `Renew your ${plan.name} membership`, body: `${ask}\nYour period ends ${until} UTC.` },
-        renewal_reminder: {
-          subject: `Reminder: renew your ${plan.name} membership`,
-          body: `${ask}\nYour period ends ${until} UTC.`,
-        },
-        renewal_final_notice: {
-          subject: `Final notice: your ${plan.name} membership ends ${until} UTC`,
-          body: `${ask}\nWithout this payment your access ends ${until} UTC.`,
-        },
-        renewal_paid: {
-          subject: `Renewal received for ${plan.name}`,
-          body: `Thank you; your next period starts ${until} UTC.`,
-        },
-        renewed: { subject: `Your ${plan.name} membership renewed`, body: `Active until ${until} UTC.` },
-        cancel_scheduled: {
-          subject: `Your ${plan.name} membership is cancelled`,
-          body: `You keep your access until ${until} UTC; it will not renew.`,
-        },
-        cancelled: { subject: `Your ${plan.name} membership has ended`, body: 'It was cancelled; thank you.' },
-        expired: {
-          subject: `Your ${plan.name} membership has expired`,
-          body: 'The payment did not arrive in time. You can join again any time.',
-        },
-      };
-      const { subject, body } = texts[input.kind];
-      const greeting = `Hello${buyer.name ? ` ${buyer.name}` : ''},`;
-      await deps.providers.mail.send({
-        to: buyer.email,
-        subject,
-        text: `${greeting}\n\n${body}\n`,
-        html: `<p>${escapeHtml(greeting)}</p>${body
-          .split('\n')
-          .map((line) =>
-            link && line.includes(link)
-              ? `<p><a href="${escapeHtml(link)}">${escapeHtml(line)}</a></p>`
-              : `<p>${escapeHtml(line)}</p>`,
-          )
-          .join('')}`,
-      });
+    async emailMembership(input: MembershipMailInput): Promise<void> {
+      await sendMembershipMail(deps.orm.em.fork(), input);
     },
   };
 }

@@ -1,6 +1,7 @@
 /**
- * Pricing: the single place that computes money for quotes (public availability), checkout charges (the sale's
- * subtotal, discountAmount, serviceFee, iva, total) and reports/settlements. Nothing else multiplies a price.
+ * Pricing: the single place that computes money for quotes (public availability) and checkout charges (the sale's
+ * subtotal, discountAmount, serviceFee, iva, total, organizerServiceFee). Nothing else multiplies a price: reports
+ * and settlements read the amounts stored on each sale, which this module computed.
  *
  * Rules
  * 1. All amounts are integer minor units (see money.ts). The only rounding is `mulDivRoundHalfUp` (round half up).
@@ -26,11 +27,8 @@
  *    When the discounted subtotal is 0 the order is free: no service fee, no surcharge, no IVA, total 0, free true
  *    (the sale is confirmed without a gateway).
  * 6. total = subtotal − discountAmount + serviceFee + iva ≥ 0.
- * 7. Settlement (`organizerNet`, over confirmed sales): gross = Σ (subtotal − discountAmount), the ticket revenue that
- *    belongs to the organizer; fees = Σ organizerServiceFee (absorbed fees); netPayable = gross − fees, which can be
- *    negative when absorbed fees exceed heavily discounted revenue. Buyer fees and IVA are the platform's and are
- *    never paid out: collected = gross + buyerServiceFees + buyerIva.
- *    Not decided yet, so not computed: IVA the platform may owe on fees the organizer absorbs.
+ * 7. Settlement is not computed here: domain/settlement.ts is the one formula for what an organizer is owed (gateway
+ *    costs, the absorbed fee and its IVA), over the amounts these rules stored on each CONFIRMED sale.
  * 8. Member discount (`memberDiscountPercent`, the plan's discountPercent frozen for the member's current period,
  *    0–100 with at most two decimals): per ticket on the list price, discountPerTicket = round½↑(price × percent /
  *    100), never on fees or IVA. Rounding per ticket (not on the subtotal) is what makes the member quote exact:
@@ -278,65 +276,6 @@ export function priceOrder({
     appliedDiscount: chosen.applied,
     unit,
   };
-}
-
-/** The stored amounts of one confirmed sale, as a settlement or report reads them. */
-export interface SaleAmounts {
-  readonly quantity: number;
-  readonly subtotal: MinorUnits;
-  readonly discountAmount: MinorUnits;
-  readonly serviceFee: MinorUnits;
-  readonly iva: MinorUnits;
-  readonly total: MinorUnits;
-  readonly organizerServiceFee: MinorUnits;
-}
-
-export interface SettlementSummary {
-  readonly salesCount: number;
-  readonly unitsSold: number;
-  /** Σ total: everything buyers paid. */
-  readonly collected: MinorUnits;
-  /** Σ (subtotal − discountAmount): ticket revenue belonging to the organizer. */
-  readonly gross: MinorUnits;
-  /** Σ buyer service fees (platform revenue, not paid out). */
-  readonly buyerServiceFees: MinorUnits;
-  /** Σ IVA collected on buyer service fees (not paid out). */
-  readonly buyerIva: MinorUnits;
-  /** Σ absorbed service fees, deducted from the organizer's revenue. */
-  readonly fees: MinorUnits;
-  /** gross − fees: what the organizer is owed; a signed integer (negative means the organizer owes). */
-  readonly netPayable: number;
-}
-
-/**
- * Settlement figures for a set of CONFIRMED sales (the caller filters by status). Checks each sale's stored
- * amounts add up (total = subtotal − discountAmount + serviceFee + iva), so a corrupt row fails loudly instead of
- * skewing a payout.
- */
-export function organizerNet(sales: Iterable<SaleAmounts>): SettlementSummary {
-  let salesCount = 0;
-  let unitsSold = 0;
-  let collected = 0;
-  let gross = 0;
-  let buyerServiceFees = 0;
-  let buyerIva = 0;
-  let fees = 0;
-  for (const sale of sales) {
-    const revenue = subtractMinor(sale.subtotal, sale.discountAmount);
-    if (addMinor(revenue, sale.serviceFee, sale.iva) !== sale.total) {
-      throw new RangeError(
-        `sale amounts do not add up: ${sale.subtotal} − ${sale.discountAmount} + ${sale.serviceFee} + ${sale.iva} ≠ ${sale.total}`,
-      );
-    }
-    salesCount += 1;
-    unitsSold = addMinor(unitsSold, sale.quantity);
-    collected = addMinor(collected, sale.total);
-    gross = addMinor(gross, revenue);
-    buyerServiceFees = addMinor(buyerServiceFees, sale.serviceFee);
-    buyerIva = addMinor(buyerIva, sale.iva);
-    fees = addMinor(fees, sale.organizerServiceFee);
-  }
-  return { salesCount, unitsSold, collected, gross, buyerServiceFees, buyerIva, fees, netPayable: gross - fees };
 }
 
 /**

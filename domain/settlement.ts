@@ -1,6 +1,8 @@
 /**
  * Settlement: what the organizer is owed for one ended event date, computed from the amounts stored on each
  * CONFIRMED sale at sale time (never from today's fee settings), plus adjustments carried from earlier settlements.
+ * This is the only settlement formula: domain/pricing.ts computes what each sale stores, this module what those
+ * amounts owe the organizer.
  *
  * Rules (README "Settlements"):
  * - gross = Σ (subtotal − discountAmount): the ticket revenue that belongs to the organizer.

@@ -4,7 +4,8 @@
  * gateway reports done.
  *
  * signup (update) ─▶ pending ──paid──▶ active (period n) ──renewal paid──▶ period end ─▶ continue as new (n + 1)
- *                      │                  │   └─ renewal asked before the end, reminders, final notice
+ *                      │                  │   └─ renewal asked before the end, reminders, final notice; a declined
+ *                      │                  │      renewal payment shows FAILED and is told to the buyer with the link
  *                      │                  ├─ renewal unpaid at period end ──────────────────▶ EXPIRED
  *                      │                  └─ cancel: access until period end (paid renewal refunded) ▶ CANCELLED
  *                      ├─ signup window passes unpaid ─▶ EXPIRED
@@ -430,7 +431,13 @@ class Membership {
   private async judge(verdict: MembershipVerdict): Promise<void> {
     if (verdict.outcome === 'rejected') {
       if (this.open && verdict.reference === this.open.reference) {
-        await db.notePaymentRejected({ reference: verdict.reference, statusDetail: verdict.statusDetail });
+        // The provider payment id lets the step tell the buyer once per declined payment. Local activity inputs are
+        // not part of the history, so adding it changes no command and older histories replay as before.
+        await db.notePaymentRejected({
+          reference: verdict.reference,
+          providerPaymentId: verdict.providerPaymentId,
+          statusDetail: verdict.statusDetail,
+        });
       }
       return;
     }

@@ -79,7 +79,8 @@ describe('reservation rules of contract 4.2', () => {
     expect(plan.statusCode).toBe(201);
     const buyerId = (await api.request({ method: 'GET', url: '/api/v1/customer/me', headers: session(token) })).json()
       .data.id;
-    // Membership sign-up (payment of the first period) is a later capability; the subscription row stands in for it.
+    // The row the membership workflow writes for a paid period, written directly to keep this rule's test short;
+    // memberships.test.ts buys a members-only ticket as a buyer who joined through the workflow.
     await api.orm.em.fork().execute(
       `insert into membership_subscriptions (id, created_at, updated_at, workspace_id, plan_id, buyer_id, status, current_period_end, currency)
        values (?, now(), now(), ?, ?, ?, 'ACTIVE', now() + interval '30 days', 'COP')`,

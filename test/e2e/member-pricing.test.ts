@@ -72,8 +72,9 @@ const buyerIdOf = async (token: string): Promise<string> =>
   (await api.request({ method: 'GET', url: '/api/v1/customer/me', headers: session(token) })).json().data.id;
 
 /**
- * The subscription row the membership workflow (not part of this capability) writes when a period is paid:
- * written directly, with the plan's terms frozen for the period in period_benefits.
+ * The subscription row the membership workflow (workflows/membership.ts) writes when a period is paid, with the
+ * plan's terms frozen for the period in period_benefits. Written directly so each pricing case sets exactly the
+ * status, period end and terms it needs; memberships.test.ts drives the workflow itself (join, pay, buy).
  */
 async function subscribe(
   token: string,

@@ -1,12 +1,17 @@
 /**
- * Memberships end to end over HTTP against the real stack: a buyer joins and pays by PSE in the sandbox, renews,
- * fails to renew, cancels; money that can pay nothing is refunded. Durations are workflow inputs (MEMBERSHIP_* env of
- * the in-process API), so whole periods last seconds; every wait is "eventually", never a timed assertion.
+ * Memberships end to end over HTTP against the real stack: a buyer joins and pays by PSE in the sandbox, buys a
+ * members-only ticket at member price, renews, has a renewal payment declined (and is told), fails to renew,
+ * cancels; money that can pay nothing is refunded. Durations are workflow inputs (MEMBERSHIP_* env of the in-process
+ * API), so whole periods last seconds; every wait is "eventually", never a timed assertion.
  */
+import { membershipWorkflowId } from '../../workflows/membership-definitions.js';
 import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
 import {
+  cardToken,
   confirmAtBank,
+  customerOrder,
   eventually,
+  type InboxMessage,
   inbox,
   publishEvent,
   reserveOrder,
@@ -43,7 +48,7 @@ afterAll(async () => {
 const unique = () => Math.random().toString(36).slice(2, 8);
 // The tests that wait for membership periods to pass (each with its own plan and buyer) run side by side.
 
-async function createPlan(body: Record<string, unknown> = {}): Promise<{ id: string }> {
+async function createPlan(body: Record<string, unknown> = {}): Promise<{ id: string; name: string }> {
   const response = await api.request({
     method: 'POST',
     url: '/api/v1/membership-plans',
@@ -66,6 +71,7 @@ interface MembershipView {
   member: boolean;
   renewalState: string;
   periodNumber: number;
+  since: string | null;
   periodPrice: number | null;
   benefits: { membersOnlyAccess: boolean; discountPercent: number } | null;
   currentPeriodEnd: string | null;
@@ -126,6 +132,36 @@ async function join(target: TestApi, planId: string, label: string) {
 const rows = <T>(target: TestApi, sql: string, params: unknown[]) =>
   target.orm.em.fork().getConnection().execute<T[]>(sql, params);
 
+const DECLINED_NOTICE = /^Your .+ renewal payment was declined$/;
+
+const declinedNotices = async (target: TestApi, email: string): Promise<InboxMessage[]> =>
+  (await inbox(target.env.SANDBOX_URL, email)).filter((m) => DECLINED_NOTICE.test(m.subject));
+
+/** An instant as the membership emails write it: UTC, to the minute. */
+const mailInstant = (iso: string) => `${iso.slice(0, 16).replace('T', ' ')} UTC`;
+
+/** How many declined payments the buyer's membership execution has handled (its notePaymentRejected steps). */
+async function declineSteps(target: TestApi, token: string): Promise<number> {
+  const me = await target.request({ method: 'GET', url: '/api/v1/customer/me', headers: session(token) });
+  const workflowId = membershipWorkflowId(organizer.workspaceId, me.json().data.id);
+  const history = await target.services.temporal.workflow.getHandle(workflowId).fetchHistory();
+  // A local step's marker names its activity type in plain JSON (the payload codec encrypts only its result).
+  return (history.events ?? []).filter((event) => {
+    const data = event.markerRecordedEventAttributes?.details?.data?.payloads?.[0]?.data;
+    if (!data) return false;
+    const marker = JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string };
+    return marker.activity_type === 'notePaymentRejected';
+  }).length;
+}
+
+const paymentRows = (target: TestApi, subscriptionId: string) =>
+  rows<{ period_number: number; status: string; status_detail: string | null }>(
+    target,
+    `select period_number, status, status_detail from membership_payments where subscription_id = ?
+      order by period_number, status, created_at`,
+    [subscriptionId],
+  );
+
 const outboxEvents = (target: TestApi, subscriptionId: string) =>
   rows<{ type: string; payload: Record<string, unknown> }>(
     target,
@@ -156,11 +192,16 @@ test('a buyer joins: the signup link is idempotent, the PSE payment activates on
   expect(reference).toMatch(/^MB-[2-9A-HJ-NP-Z]{8}$/);
 
   expect((await confirmAtBank(signup.checkoutUrl, email)).status).toBe(302);
+  const settledAtMs = Date.now();
   expect((await settleAtGateway(api, reference)).status).toBe(200);
   const active = await eventually(
     () => membershipOf(api, token),
     (m) => m?.status === 'ACTIVE',
   );
+  // `since` is the activation: when the execution applied the payment, after the bank settled it and before the
+  // buyer saw the membership active.
+  expect(Date.parse(active!.since!)).toBeGreaterThanOrEqual(settledAtMs - 1_000);
+  expect(Date.parse(active!.since!)).toBeLessThanOrEqual(Date.now());
   expect(active).toMatchObject({
     subscriptionId: signup.subscriptionId,
     member: true,
@@ -213,6 +254,23 @@ test('a buyer joins: the signup link is idempotent, the PSE payment activates on
       cancelledAt: null,
     }),
   ]);
+  // The subscribers export (ExportSubscriber) shows the subscription the workflow created, as the buyer sees it.
+  const exported = await api.request({
+    method: 'GET',
+    url: '/api/v1/reports/exports/subscribers',
+    headers: bearer(organizer.readKey),
+  });
+  expect(exported.statusCode).toBe(200);
+  expect(exported.json().data.filter((row: { email: string }) => row.email === email)).toEqual([
+    {
+      name: email,
+      email,
+      plan: plan.name,
+      status: 'ACTIVE',
+      since: active!.since,
+      expiresAt: active!.currentPeriodEnd,
+    },
+  ]);
 
   // Member pricing and a members-only ticket (checkout reads the period's frozen benefits).
   const event1 = await publishEvent(api, organizer, { price: 50_000, ticketType: { membersOnly: true } });
@@ -228,12 +286,38 @@ test('a buyer joins: the signup link is idempotent, the PSE payment activates on
   expect(refused.json().error.code).toBe('MEMBERS_ONLY');
   const bought = await reserveOrder(api, token, body);
   expect(bought.statusCode).toBe(201);
+  const order = bought.json().data;
   const sale = await rows<{ discount_amount: number; subtotal: number }>(
     api,
     'select discount_amount, subtotal from sales where id = ?',
-    [bought.json().data.saleId],
+    [order.saleId],
   );
   expect(sale[0]).toEqual({ subtotal: 50_000, discount_amount: 5_000 });
+  // 50,000 − 10 % member discount + fee 5,000 (10 % of the list price) + IVA 950: the charge is the member price.
+  expect(order.total).toBe(45_000 + 5_000 + 950);
+
+  // The member pays by card in the sandbox: the sale is CONFIRMED and the members-only ticket is issued.
+  const opened = await api.request({
+    method: 'POST',
+    url: `/api/v1/customer/orders/${order.saleId}/payment`,
+    headers: session(token),
+  });
+  expect(opened.statusCode).toBe(200);
+  expect(opened.json().data).toMatchObject({ amount: order.total, reference: order.reference });
+  const charged = await api.request({
+    method: 'POST',
+    url: `/api/v1/customer/orders/${order.saleId}/payment/card`,
+    headers: session(token),
+    payload: { token: await cardToken(api, 'APRO') },
+  });
+  expect(charged.statusCode).toBe(200);
+  expect(charged.json().data).toMatchObject({ status: 'approved', saleStatus: 'CONFIRMED' });
+  const confirmed = await customerOrder(api, token, order.saleId);
+  expect(confirmed).toMatchObject({ status: 'CONFIRMED', total: order.total, discountAmount: 5_000 });
+  expect(confirmed.tickets).toHaveLength(1);
+  expect(confirmed.tickets[0]).toMatchObject({ ticketTypeId: event1.ticketTypeId });
+  const ticketMail = await waitForMail(api.env.SANDBOX_URL, email, (m) => m.subject.includes(order.reference));
+  expect(ticketMail.text).toContain(confirmed.tickets[0].code);
 }, 120_000);
 
 test.concurrent('renewal paid: the next period starts at the plan price of its renewal, with the terms frozen per period; a cancel keeps access until the period ends', async () => {
@@ -336,6 +420,106 @@ test.concurrent('renewal failed: reminders and a final notice, then access ends 
   expect((await signUp(fast, token, plan.id)).statusCode).toBe(201);
 }, 180_000);
 
+test.concurrent('a declined renewal payment: the buyer is told once, with the same link and when access ends; paying that link renews', async () => {
+  const plan = await createPlan();
+  const { email, token, active, subscriptionId } = await join(fast, plan.id, 'declined');
+  const due = await eventually(
+    () => membershipOf(fast, token),
+    (m) => m?.renewalState === 'DUE' && Boolean(m.payment?.checkoutUrl),
+  );
+  const { reference, checkoutUrl } = due!.payment!;
+
+  // The buyer starts a PSE transfer for the renewal and the bank declines it.
+  expect((await confirmAtBank(checkoutUrl!, email)).status).toBe(302);
+  expect((await settleAtGateway(fast, reference, 'rejected')).status).toBe(200);
+  const notice = await waitForMail(fast.env.SANDBOX_URL, email, (m) => DECLINED_NOTICE.test(m.subject));
+  expect(notice.text).toContain('was declined');
+  expect(notice.text).toContain(checkoutUrl!);
+  expect(notice.text).toContain(`Without this payment your access ends ${mailInstant(active.currentPeriodEnd!)}`);
+  expect(await membershipOf(fast, token)).toMatchObject({
+    status: 'ACTIVE',
+    member: true,
+    renewalState: 'FAILED',
+    payment: { reference, checkoutUrl, periodNumber: 2 },
+  });
+
+  // The gateway notifies the same declined payment again: it is handled, and no second notice goes out.
+  const handled = await declineSteps(fast, token);
+  const replayed = await fetch(`${fast.env.SANDBOX_URL}/control/notifications/replay`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ gateway: 'gateway-a', reference }),
+  });
+  expect(replayed.status).toBe(200);
+  await eventually(
+    () => declineSteps(fast, token),
+    (steps) => steps > handled,
+  );
+  expect(await declinedNotices(fast, email)).toHaveLength(1);
+
+  // The same link still takes the payment: the renewal is paid and the next period starts where this one ends.
+  await payOpenRequest(fast, token, email);
+  const renewed = await eventually(
+    () => membershipOf(fast, token),
+    (m) => m?.periodNumber === 2,
+    40_000,
+  );
+  expect(renewed).toMatchObject({ status: 'ACTIVE', member: true });
+  expect(Date.parse(renewed!.currentPeriodEnd!)).toBeGreaterThan(Date.parse(active.currentPeriodEnd!));
+  await waitForMail(fast.env.SANDBOX_URL, email, (m) => /renewed/.test(m.subject));
+  expect(await declinedNotices(fast, email)).toHaveLength(1);
+  expect(await paymentRows(fast, subscriptionId)).toEqual([
+    { period_number: 1, status: 'APPROVED', status_detail: 'accredited' },
+    { period_number: 2, status: 'APPROVED', status_detail: 'accredited' },
+    { period_number: 2, status: 'REJECTED', status_detail: `rejected_by_bank (${reference})` },
+  ]);
+}, 180_000);
+
+test.concurrent('two declined renewal payments bring one notice each; left unpaid, access ends at period end', async () => {
+  const plan = await createPlan();
+  const { email, token, active, subscriptionId } = await join(fast, plan.id, 'declined-twice');
+  const due = await eventually(
+    () => membershipOf(fast, token),
+    (m) => m?.renewalState === 'DUE' && Boolean(m.payment?.checkoutUrl),
+  );
+  const { reference, checkoutUrl } = due!.payment!;
+  // Test cards on the checkout page: FUND (insufficient funds), then OTHE (other reason) are declined at once.
+  const payByCard = (holder: string) =>
+    fetch(checkoutUrl!, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ decision: 'card', cardholder_name: holder }),
+      redirect: 'manual',
+    });
+  expect((await payByCard('FUND')).status).toBe(302);
+  await waitForMail(fast.env.SANDBOX_URL, email, (m) => DECLINED_NOTICE.test(m.subject));
+  expect((await payByCard('OTHE')).status).toBe(302);
+  const notices = await eventually(
+    () => declinedNotices(fast, email),
+    (found) => found.length >= 2,
+  );
+  for (const each of notices) expect(each.text).toContain(checkoutUrl!);
+  expect(await membershipOf(fast, token)).toMatchObject({ member: true, renewalState: 'FAILED' });
+
+  const expired = await eventually(
+    () => membershipOf(fast, token),
+    (m) => m?.status === 'EXPIRED',
+    40_000,
+  );
+  expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(active.currentPeriodEnd!));
+  expect(expired).toMatchObject({ member: false, endReason: 'renewal_unpaid', renewalState: 'ENDED', payment: null });
+  expect(await declinedNotices(fast, email)).toHaveLength(2);
+  const declined = (await paymentRows(fast, subscriptionId)).filter((row) => row.status === 'REJECTED');
+  expect(declined.map((row) => row.status_detail).sort()).toEqual([
+    `cc_rejected_insufficient_amount (${reference})`,
+    `cc_rejected_other_reason (${reference})`,
+  ]);
+  expect((await outboxEvents(fast, subscriptionId)).map((e) => e.type)).toEqual([
+    'membership.activated',
+    'membership.expired',
+  ]);
+}, 180_000);
+
 test.concurrent('the organizer cancels after the renewal was paid: the renewal is refunded and access ends at period end', async () => {
   const plan = await createPlan();
   const { token, subscriptionId, active } = await join(fast, plan.id, 'refunded-renewal');
@@ -435,6 +619,17 @@ test('the organizer cancels a pending signup (it ends at once); errors use the c
   const token = await signInBuyer(api, `pending-${unique()}@buyers.test`);
   const created = await signUp(api, token, plan.id);
   const { subscriptionId } = created.json().data;
+  // Cancelling is for ADMINs: a VIEWER of the workspace is refused even with a write key, and nothing changes.
+  const viewer = await createOrganizer(api.orm.em.fork(), { role: 'VIEWER', workspaceId: organizer.workspaceId });
+  const byViewer = await api.request({
+    method: 'POST',
+    url: `/api/v1/subscriptions/${subscriptionId}/cancel`,
+    headers: bearer(viewer.key),
+  });
+  expect(byViewer.statusCode).toBe(403);
+  expect(byViewer.json().error.code).toBe('INSUFFICIENT_ROLE');
+  expect(await membershipOf(api, token)).toMatchObject({ status: 'PENDING', renewalState: 'AWAITING_SIGNUP_PAYMENT' });
+
   const cancelled = await api.request({
     method: 'POST',
     url: `/api/v1/subscriptions/${subscriptionId}/cancel`,

@@ -85,7 +85,8 @@ beforeAll(async () => {
   });
   expect(scanned.statusCode).toBe(200);
 
-  // Memberships have their own workflow (another story); its rows are what the subscribers export reads.
+  // The subscription row the membership workflow writes, written directly so the figures here stay fixed while the
+  // suite runs (no period passes); memberships.test.ts exports a subscriber the workflow itself created.
   const em = api.orm.em.fork();
   const buyerId = newId();
   const planId = newId();

@@ -6,7 +6,6 @@ import {
   IVA_BPS,
   memberDiscountPerTicket,
   NO_FEES,
-  organizerNet,
   priceOrder,
   quoteMemberUnit,
   quoteUnit,
@@ -540,49 +539,5 @@ describe('fee policy resolution', () => {
   test('a policy with a fee above 100 % or a negative fixed fee is refused', () => {
     expect(() => resolveFeePolicy(tenPercentPlus1000, { serviceFeeBps: 10_001 })).toThrow(RangeError);
     expect(() => resolveFeePolicy(tenPercentPlus1000, { serviceFeeFixed: -1 })).toThrow(RangeError);
-  });
-});
-
-describe('settlement (organizerNet)', () => {
-  test('hand-computed: two sales, one with an absorbed fee → gross 230,000, fees 9,000, net 221,000', () => {
-    const paid = priceOrder({ unitPrice: 50_000, quantity: 3, feePolicy: tenPercentPlus1000, numbered: false });
-    const absorbed = priceOrder({
-      unitPrice: 80_000,
-      quantity: 1,
-      feePolicy: { ...tenPercentPlus1000, feeAbsorbedByOrganizer: true },
-      numbered: false,
-    });
-    expect(organizerNet([paid, absorbed])).toEqual({
-      salesCount: 2,
-      unitsSold: 4,
-      collected: 171_420 + 80_000,
-      gross: 230_000,
-      buyerServiceFees: 18_000,
-      buyerIva: 3_420,
-      fees: 9_000,
-      netPayable: 221_000,
-    });
-  });
-
-  test('what buyers paid splits exactly into organizer revenue, buyer fees and IVA; net = gross − absorbed fees', () => {
-    const order = fc
-      .tuple(price, quantity, feePolicy, fc.boolean(), fc.option(discount))
-      .map(([p, q, policy, numbered, d]) =>
-        priceOrder({ unitPrice: p, quantity: q, feePolicy: policy, numbered, discount: d }),
-      );
-    fc.assert(
-      fc.property(fc.array(order, { maxLength: 20 }), (orders) => {
-        const s = organizerNet(orders);
-        expect(s.collected).toBe(s.gross + s.buyerServiceFees + s.buyerIva);
-        expect(s.netPayable).toBe(s.gross - s.fees);
-        expect(s.unitsSold).toBe(orders.reduce((n, o) => n + o.quantity, 0));
-        expect(s.salesCount).toBe(orders.length);
-      }),
-    );
-  });
-
-  test('a stored sale whose amounts do not add up is refused rather than paid out', () => {
-    const sale = priceOrder({ unitPrice: 50_000, quantity: 1, feePolicy: tenPercentPlus1000, numbered: false });
-    expect(() => organizerNet([{ ...sale, total: sale.total + 1 }])).toThrow(RangeError);
   });
 });

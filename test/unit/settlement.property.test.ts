@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { type FeePolicy, priceOrder } from '../../domain/pricing.js';
+import { type Discount, type FeePolicy, type PriceOrderInput, priceOrder } from '../../domain/pricing.js';
 import type { SaleStatus } from '../../domain/sale-state.js';
 import {
   allocationProblem,
@@ -135,6 +135,117 @@ describe('settlementFigures over random sale mixes', () => {
         for (const line of figures.lines) expect(line.subtotal).toBe(line.quantity * line.unitPrice);
       }),
     );
+  });
+});
+
+describe('the settlement reads what the storefront charged', () => {
+  /** Any order the storefront can price: a discount code (percent with decimals, or fixed) and/or a member discount. */
+  const chargedSale: fc.Arbitrary<SettledSale> = fc
+    .record({
+      id: fc.uuid(),
+      unitPrice: fc.integer({ min: 0, max: 20_000_000 }),
+      quantity: fc.integer({ min: 1, max: 30 }),
+      policy: fc.record({
+        serviceFeeBps: fc.integer({ min: 0, max: 10_000 }),
+        serviceFeeFixed: fc.integer({ min: 0, max: 200_000 }),
+        feeAbsorbedByOrganizer: fc.boolean(),
+        seatingSurcharge: fc.integer({ min: 0, max: 100_000 }),
+      }),
+      numbered: fc.boolean(),
+      code: fc.option(
+        fc.oneof(
+          fc.integer({ min: 0, max: 10_000 }).map((bps): Discount => ({ type: 'PERCENT', value: bps / 100 })),
+          fc.integer({ min: 0, max: 700_000_000 }).map((value): Discount => ({ type: 'FIXED', value })),
+        ),
+        { nil: null },
+      ),
+      memberPercent: fc.option(
+        fc.integer({ min: 0, max: 10_000 }).map((bps) => bps / 100),
+        { nil: null },
+      ),
+      provider: fc.constantFrom<'GATEWAY_A' | 'GATEWAY_B' | null>('GATEWAY_A', 'GATEWAY_B', null),
+    })
+    .map(({ id, unitPrice, quantity, policy, numbered, code, memberPercent, provider }) => {
+      const order: PriceOrderInput = {
+        unitPrice,
+        quantity,
+        feePolicy: policy,
+        numbered,
+        discount: code,
+        memberDiscountPercent: memberPercent,
+      };
+      const price = priceOrder(order);
+      return {
+        saleId: id,
+        quantity,
+        subtotal: price.subtotal,
+        discountAmount: price.discountAmount,
+        serviceFee: price.serviceFee,
+        iva: price.iva,
+        total: price.total,
+        organizerServiceFee: price.organizerServiceFee,
+        paymentProvider: price.free ? null : provider,
+        items: [{ ticketTypeId: 'tt', ticketTypeName: 'General', quantity, unitPrice }],
+      };
+    });
+
+  test('what buyers paid splits exactly into ticket revenue, buyer service fees and buyer IVA, whatever the discount', () => {
+    fc.assert(
+      fc.property(fc.array(chargedSale, { maxLength: 20 }), (sales) => {
+        const figures = settlementFigures(sales, []);
+        expect(figures.collected).toBe(figures.gross + figures.buyerServiceFees + figures.buyerIva);
+        expect(figures.gross).toBe(figures.listSubtotal - figures.discounts);
+        expect(figures.salesCount).toBe(sales.length);
+        expect(figures.unitsSold).toBe(sum(sales.map((each) => each.quantity)));
+      }),
+    );
+  });
+
+  test('hand-computed: two card sales at 10 % + 1,000, one fee absorbed → gross 230,000, costs 18,982, net 211,018', () => {
+    const policy: FeePolicy = {
+      serviceFeeBps: 1_000,
+      serviceFeeFixed: 1_000,
+      feeAbsorbedByOrganizer: false,
+      seatingSurcharge: 0,
+    };
+    const settled = (saleId: string, order: PriceOrderInput): SettledSale => {
+      const price = priceOrder(order);
+      return {
+        saleId,
+        quantity: order.quantity,
+        subtotal: price.subtotal,
+        discountAmount: price.discountAmount,
+        serviceFee: price.serviceFee,
+        iva: price.iva,
+        total: price.total,
+        organizerServiceFee: price.organizerServiceFee,
+        paymentProvider: 'GATEWAY_A',
+        items: [{ ticketTypeId: saleId, ticketTypeName: saleId, quantity: order.quantity, unitPrice: order.unitPrice }],
+      };
+    };
+    // 3 × 50,000 + fee 3 × 6,000 + IVA 3 × 1,140 = 171,420; 80,000 with its 9,000 fee absorbed: the buyer pays 80,000.
+    const paid = settled('paid', { unitPrice: 50_000, quantity: 3, feePolicy: policy, numbered: false });
+    const absorbed = settled('absorbed', {
+      unitPrice: 80_000,
+      quantity: 1,
+      feePolicy: { ...policy, feeAbsorbedByOrganizer: true },
+      numbered: false,
+    });
+    expect(settlementFigures([paid, absorbed], [])).toMatchObject({
+      salesCount: 2,
+      unitsSold: 4,
+      collected: 171_420 + 80_000,
+      gross: 230_000,
+      buyerServiceFees: 18_000,
+      buyerIva: 3_420,
+      organizerServiceFee: 9_000,
+      organizerIva: 1_710,
+      // round½↑(171,420 × 3.29 %) = 5,640 (5,639.72) + round½↑(80,000 × 3.29 %) = 2,632
+      gatewayCosts: 8_272,
+      costs: 18_982,
+      collectedByOrganizer: 0,
+      netPayable: 211_018,
+    });
   });
 });
 
