@@ -54,6 +54,7 @@ import {
   cpuSnapshot,
   loopLag,
   memoryOf,
+  purchaseCost,
   samplePgWaits,
   type TaskLatency,
   temporalTaskLatency,
@@ -232,7 +233,23 @@ try {
         maxMs: args.box.confirm,
       }),
     );
-    results.confirm = confirm;
+    const { paidSaleIds = [], ...confirmResult } = confirm;
+    results.confirm = confirmResult;
+    const cost = await purchaseCost(
+      temporal,
+      sampleWorkflowIds(
+        paidSaleIds.map((saleId) => ({ saleId })),
+        40,
+      ),
+    );
+    results.purchaseCost = cost;
+    log(
+      `  per card purchase (${cost.purchases} histories): workflow tasks p50 ${cost.workflowTasks.p50} max ${cost.workflowTasks.max}; task-queue activities p50 ${cost.taskQueueActivities.p50} max ${cost.taskQueueActivities.max} (${Object.entries(
+        cost.activityTypes,
+      )
+        .map(([name, n]) => `${name} ${n}`)
+        .join(', ')}); history events p50 ${cost.historyEvents.p50}`,
+    );
     log(
       `  ${confirm.confirmed}/${confirm.paid} paid (of ${confirm.reservations} reserved) CONFIRMED at ${confirm.confirmationsPerSecond}/s; last after ${confirm.timeToLastConfirmedMs} ms; approved unconfirmed ${confirm.approvedUnconfirmed}`,
     );

@@ -165,6 +165,8 @@ export interface ConfirmRun {
   approvedUnconfirmed: number;
   soldMinusCapacity: number;
   invariantViolations: string[];
+  /** The paid sales (not written to the results: the run reads their histories). */
+  paidSaleIds?: string[];
 }
 
 /**
@@ -242,6 +244,7 @@ export async function confirmRun(
     approvedUnconfirmed: invariants.approvedUnconfirmed,
     soldMinusCapacity: invariants.soldMinusCapacity,
     invariantViolations: invariants.violations,
+    paidSaleIds: paid,
   };
 }
 

@@ -283,3 +283,60 @@ export async function temporalTaskLatency(client: Client, workflowIds: string[])
     reserveUpdateDone: pair(updateDone),
   };
 }
+
+export interface PurchaseCost {
+  /** Checkout executions of paid sales read (after they completed, or 30 s). */
+  purchases: number;
+  workflowTasks: { p50: number; max: number; mean: number };
+  taskQueueActivities: { p50: number; max: number; mean: number };
+  historyEvents: { p50: number; max: number };
+  /** Task-queue activities by type, summed over the sample. */
+  activityTypes: Record<string, number>;
+}
+
+/**
+ * What each purchase cost the orchestration, counted from its checkout's history (issue 14's budget: at most 4
+ * workflow tasks and 2 task-queue activities per card purchase).
+ */
+export async function purchaseCost(client: Client, workflowIds: string[]): Promise<PurchaseCost> {
+  const T = proto.temporal.api.enums.v1.EventType;
+  const waitUntil = Date.now() + 30_000;
+  const tasks: number[] = [];
+  const activities: number[] = [];
+  const sizes: number[] = [];
+  const types: Record<string, number> = {};
+  for (const id of workflowIds) {
+    const handle = client.workflow.getHandle(id);
+    try {
+      while (Date.now() < waitUntil && (await handle.describe()).status.name === 'RUNNING') {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      const events = ((await handle.fetchHistory()).events ?? []) as Array<
+        HistoryEvent & {
+          activityTaskScheduledEventAttributes?: { activityType?: { name?: string | null } | null } | null;
+        }
+      >;
+      sizes.push(events.length);
+      tasks.push(events.filter((event) => event.eventType === T.EVENT_TYPE_WORKFLOW_TASK_COMPLETED).length);
+      const scheduled = events.filter((event) => event.eventType === T.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED);
+      activities.push(scheduled.length);
+      for (const event of scheduled) {
+        const name = event.activityTaskScheduledEventAttributes?.activityType?.name ?? 'unknown';
+        types[name] = (types[name] ?? 0) + 1;
+      }
+    } catch {}
+  }
+  const stats = (values: number[]) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    const mean = values.length === 0 ? 0 : values.reduce((sum, value) => sum + value, 0) / values.length;
+    return { p50: percentile(sorted, 50), max: sorted[sorted.length - 1] ?? 0, mean: Math.round(mean * 100) / 100 };
+  };
+  const size = stats(sizes);
+  return {
+    purchases: tasks.length,
+    workflowTasks: stats(tasks),
+    taskQueueActivities: stats(activities),
+    historyEvents: { p50: size.p50, max: size.max },
+    activityTypes: types,
+  };
+}

@@ -82,8 +82,9 @@ describe('a card purchase, counted from its checkout history', () => {
     const { order } = await buyByCard('card-cost');
     const events = await historyOf(order.saleId);
     expect(activitiesOf(events)).toEqual(['chargeCard', 'emailTickets']);
-    // reserve, open payment, charge accepted, charge answered (and any notification), email sent.
-    expect(workflowTasksOf(events)).toBeLessThanOrEqual(6);
+    // Reserve, charge accepted, charge answered, email sent; the card form is opened by the API alone. A fifth only
+    // when the gateway's notification overtakes the charge's answer.
+    expect(workflowTasksOf(events)).toBeLessThanOrEqual(5);
 
     const recorded = writeHistory(
       showHistory(api.env.TEMPORAL_ADDRESS, checkoutWorkflowId(order.saleId)),
@@ -134,5 +135,26 @@ describe('a card purchase, counted from its checkout history', () => {
       20_000,
     );
     expect(activitiesOf(await historyOf(order.saleId))).toEqual(['openPsePayment', 'emailTickets']);
+  });
+
+  test('opening a card payment is answered by the API: no update reaches the checkout, the opened attempt is recorded', async () => {
+    const event = await publishEvent(api, organizer, { capacity: 5 });
+    const token = await signInBuyer(api, email('open-cost'));
+    const order = (await reserveOrder(api, token, orderBody(event, 1))).json().data as { saleId: string };
+    const before = await historyOf(order.saleId);
+    const opened = await api.request({
+      method: 'POST',
+      url: `/api/v1/customer/orders/${order.saleId}/payment`,
+      headers: session(token),
+    });
+    expect(opened.statusCode).toBe(200);
+    expect(opened.json().data).toMatchObject({ publicKey: api.env.GATEWAY_A_PUBLIC_KEY, currency: 'COP' });
+    expect((await historyOf(order.saleId)).length).toBe(before.length);
+    const attempts = await api.orm.em
+      .fork()
+      .execute<{ kind: string; gateway: string }[]>('select kind, gateway from payment_attempts where sale_id = ?', [
+        order.saleId,
+      ]);
+    expect(attempts).toEqual([{ kind: 'OPEN', gateway: 'GATEWAY_A' }]);
   });
 });

@@ -15,6 +15,7 @@ import {
   type ReservedSale,
   releaseUpdate,
 } from '../../../workflows/definitions.js';
+import { openGatewayACardPayment } from '../../http/card-payment-open.js';
 import { reserveThroughCheckout, type SaleKey, saleMadeWithKey } from '../../http/checkout.js';
 import { assertCustomerMayBuyIn } from '../../http/customer-scope.js';
 import { dataOf } from '../../http/envelope.js';
@@ -428,6 +429,8 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
     },
     async (request) => {
       const sale = await payableSale(request, request.params.id, 'paymentOpen');
+      const cardForm = await openGatewayACardPayment(request.em, sale, services.env.GATEWAY_A_PUBLIC_KEY);
+      if (cardForm) return { data: cardForm };
       const result = await updateCheckout(sale.id, (handle) => handle.executeUpdate(openPaymentUpdate));
       if (!result.ok) throw paymentUnavailable(result);
       const { gateway: _gateway, ...configuration } = result.configuration;

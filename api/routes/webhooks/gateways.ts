@@ -70,6 +70,21 @@ async function paymentRailOf(em: FastifyRequest['em'], sale: ISale): Promise<'GA
   return saleGateway(event, workspace);
 }
 
+/**
+ * Whether the sale's checkout already has this approved gateway A payment as the gateway's own record: the payment
+ * that confirmed the sale, or a card charge whose approved answer the checkout recorded (it judges that answer in the
+ * same workflow task, and a retried task judges it again from its history).
+ */
+async function checkoutHoldsApproval(em: FastifyRequest['em'], sale: ISale, paymentId: string): Promise<boolean> {
+  if (sale.status === 'CONFIRMED' && sale.paymentRef === paymentId) return true;
+  const rows = await em.execute<{ one: number }[]>(
+    `select 1 as one from payment_attempts
+      where sale_id = ? and kind = 'CARD' and provider_payment_id = ? and status = 'approved' limit 1`,
+    [sale.id, paymentId],
+  );
+  return rows.length > 0;
+}
+
 const Ack = z.object({ received: z.boolean(), ignored: z.string().optional() });
 
 /**
@@ -192,9 +207,8 @@ export const gatewayWebhookRoutes: FastifyPluginAsyncZod<{ services: ApiServices
         request.log.warn({ paymentId: payment.id }, 'gateway A payment names no sale of ours; ignored');
         return { received: true, ignored: 'unknown reference' };
       }
-      if (payment.status === 'approved' && sale.status === 'CONFIRMED' && sale.paymentRef === payment.id) {
-        // The payment that confirmed this sale, approved as when it did: its checkout would judge it and change
-        // nothing, so it is not woken (and a finished one is not started again) for it.
+      if (payment.status === 'approved' && (await checkoutHoldsApproval(request.em, sale, payment.id))) {
+        // Its checkout would judge this and change nothing, so it is not woken (nor a finished one started again).
         return { received: true, ignored: 'already applied' };
       }
       await notifyCheckout(services, sale.id, {
