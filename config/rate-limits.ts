@@ -2,8 +2,9 @@ import type { Env } from './env.js';
 
 /**
  * Every rate limit of the service, by name. Routes refer to a limit by its name only, so the numbers live here and
- * nowhere else. Each limit is a fixed window of `windowSeconds`, counted in Redis (shared by every API process) and,
- * while Redis is down or slow, in each process's memory (api/plugins/rate-limit.ts).
+ * nowhere else. Each limit is a fixed window of `windowSeconds`, counted in Redis (shared by every API process); while
+ * Redis is down or slow, each process judges the hit by its own counts, kept in step with Redis's answers
+ * (api/plugins/rate-limit.ts).
  */
 export interface RateLimitSpec {
   /** Hits allowed per key per window. */
@@ -44,8 +45,9 @@ export type RateLimitOverrides = Partial<
 >;
 
 /**
- * Longest wait for Redis on one limit check before the process counts the hit in memory instead: a hung Redis must
- * not hold every request of the service.
+ * Longest wait for Redis on one limit check before the process judges the hit by its own counts instead: a hung Redis
+ * must not hold every request of the service. A fallback cannot grant more than Redis would have (the process's
+ * counts include every hit it made and Redis's last answer), so a short wait costs no accuracy to one process.
  */
 export const RATE_LIMIT_REDIS_TIMEOUT_MS = 250;
 

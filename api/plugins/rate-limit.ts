@@ -2,7 +2,7 @@ import { isIPv6 } from 'node:net';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts } from 'rate-limiter-flexible';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import {
   RATE_LIMIT_REDIS_TIMEOUT_MS,
   type RateLimitName,
@@ -34,39 +34,98 @@ declare module 'fastify' {
   }
 }
 
-/**
- * The in-memory stand-in for Redis. rate-limiter-flexible calls it only when the Redis limiter failed, so each call
- * is also the signal that the process is limiting on its own.
- */
-class MemoryInsurance extends RateLimiterMemory {
-  readonly #onUse: () => void;
+/** One key's fixed window as this process knows it. */
+interface LocalWindow {
+  consumed: number;
+  /** Epoch ms at which the window ends. */
+  endsAt: number;
+}
 
-  constructor(options: { keyPrefix: string; points: number; duration: number }, onUse: () => void) {
-    super(options);
-    this.#onUse = onUse;
+/**
+ * One limit's counts as this process knows them, for the moments Redis cannot answer in time. Every hit is counted
+ * here as well as in Redis, and every answer Redis gives (in time or late) raises the key's count to Redis's, which
+ * includes the other processes' hits, and aligns the window with Redis's. So a hit that falls back here is judged
+ * against at least what Redis had counted at its last answer plus every hit of this process since: the fallback
+ * never grants what Redis would have refused, except for hits other processes made since that answer. The cost is one
+ * map entry per key hit in the current window, swept once windows end.
+ *
+ * Not rate-limiter-flexible's RateLimiterMemory as the timeout wrapper's insurance limiter: that one counts only the
+ * hits that fell back to it, so after five hits counted in Redis a sixth whose Redis call was slow found an almost
+ * empty budget in memory and passed (two counters splitting one budget).
+ */
+class LocalWindows {
+  readonly #windows = new Map<string, LocalWindow>();
+  readonly #windowMs: number;
+  #nextSweepAt = 0;
+
+  constructor(windowSeconds: number) {
+    this.#windowMs = windowSeconds * 1000;
   }
 
-  override consume(key: string | number, points?: number, options?: Record<string, unknown>): Promise<RateLimiterRes> {
-    this.#onUse();
-    return super.consume(key, points, options);
+  /** Counts one hit of `key`, in a new window when the last one has ended; returns the window after the hit. */
+  hit(key: string, now: number): LocalWindow {
+    this.#sweep(now);
+    const window = this.#live(key, now) ?? { consumed: 0, endsAt: now + this.#windowMs };
+    window.consumed += 1;
+    this.#windows.set(key, window);
+    return { ...window };
+  }
+
+  /** Takes in Redis's count of `key` and the time left in Redis's window, as of `now`. */
+  learn(key: string, redis: { consumed: number; msLeft: number }, now: number): void {
+    // A key without expiry would be a Redis written by something else; there is no window to align with.
+    if (!(redis.msLeft > 0)) return;
+    const endsAt = now + redis.msLeft;
+    const live = this.#live(key, now);
+    // Redis opens a window only once the previous one has ended, so a newer window ends at least a whole window
+    // later; within half a window it is the same window, seen with some latency. Same window: keep the higher count
+    // (this process's hits still on their way to Redis are in ours only). Newer window: Redis's count is the truth.
+    const sameWindow = live !== undefined && endsAt < live.endsAt + this.#windowMs / 2;
+    this.#windows.set(key, { consumed: sameWindow ? Math.max(live.consumed, redis.consumed) : redis.consumed, endsAt });
+  }
+
+  /** The key's window as of `now`: this process's hits and Redis's answers so far, or none once it has ended. */
+  peek(key: string, now: number): LocalWindow | undefined {
+    const window = this.#live(key, now);
+    return window && { ...window };
+  }
+
+  #live(key: string, now: number): LocalWindow | undefined {
+    const window = this.#windows.get(key);
+    return window && window.endsAt > now ? window : undefined;
+  }
+
+  /** Forgets ended windows, at most once a window (or a minute), so a process keeps only recent keys. */
+  #sweep(now: number): void {
+    if (now < this.#nextSweepAt) return;
+    this.#nextSweepAt = now + Math.min(this.#windowMs, 60_000);
+    for (const [key, window] of this.#windows) if (window.endsAt <= now) this.#windows.delete(key);
   }
 }
 
-const toResult = (spec: RateLimitSpec, res: RateLimiterRes, allowed: boolean): RateLimitResult => ({
-  allowed,
+const toResult = (spec: RateLimitSpec, window: { consumed: number; msLeft: number }): RateLimitResult => ({
+  allowed: window.consumed <= spec.points,
   limit: spec.points,
-  remaining: Math.max(0, Math.min(spec.points, res.remainingPoints)),
-  resetSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
+  remaining: Math.max(0, Math.min(spec.points, spec.points - window.consumed)),
+  resetSeconds: Math.max(1, Math.ceil(window.msLeft / 1000)),
 });
+
+/** Redis's count after this hit, or why there is none. */
+type RedisAnswer = { consumed: number; msLeft: number } | 'unavailable' | 'too slow';
+
+/** Redis's answer as `local` learns it. */
+function learned(local: LocalWindows, key: string, res: RateLimiterRes): RedisAnswer {
+  const answer = { consumed: res.consumedPoints, msLeft: res.msBeforeNext };
+  local.learn(key, answer, Date.now());
+  return answer;
+}
 
 /**
  * Every limit as a fixed window in Redis (rate-limiter-flexible's atomic INCR + EXPIRE script), so all API processes
- * share one count. When Redis is down (the client is not ready) or slower than `redisTimeoutMs`, the hit is counted
- * in this process's memory with the same points and window instead: limits keep holding (per process, so at most
- * N× the limit across N processes) rather than failing open, and the routes behind them keep answering.
- *
- * The memory limiter is the insurance of the timeout wrapper, not of the Redis limiter itself: a call that times out
- * and later fails would otherwise be counted in memory twice.
+ * share one count. When Redis is down (the client is not ready) or slower than `redisTimeoutMs`, the hit is judged by
+ * this process's own counts instead (LocalWindows above): limits keep holding rather than failing open, the routes
+ * behind them keep answering, and a slow answer cannot hand out a budget Redis had already spent. While Redis stays
+ * down, each process counts alone: at most N× the limit across N processes.
  */
 export function createRateLimiters(
   redis: Redis,
@@ -74,33 +133,52 @@ export function createRateLimiters(
   options: { redisTimeoutMs?: number; keyPrefix?: string; onRedisUnavailable?: (name: RateLimitName) => void } = {},
 ): RateLimiterSet {
   const timeoutMs = options.redisTimeoutMs ?? RATE_LIMIT_REDIS_TIMEOUT_MS;
-  const limiters = new Map<RateLimitName, RLWrapperTimeouts>();
+  const limiters = new Map<RateLimitName, { store: RateLimiterRedis; local: LocalWindows }>();
   // Built on first use: an app built only to emit its OpenAPI documents has no Redis client to hand them.
-  const limiterFor = (name: RateLimitName): RLWrapperTimeouts => {
+  const limiterFor = (name: RateLimitName) => {
     const built = limiters.get(name);
     if (built) return built;
     const spec = limits[name];
-    const shape = {
+    const store = new RateLimiterRedis({
       keyPrefix: `${options.keyPrefix ?? 'rl'}:${name}`,
       points: spec.points,
       duration: spec.windowSeconds,
-    };
-    const store = new RateLimiterRedis({ ...shape, storeClient: redis, rejectIfRedisNotReady: true });
-    const insurance = new MemoryInsurance(shape, () => options.onRedisUnavailable?.(name));
-    const limiter = new RLWrapperTimeouts({ limiter: store, timeoutMs, insuranceLimiter: insurance });
+      storeClient: redis,
+      rejectIfRedisNotReady: true,
+    });
+    const limiter = { store, local: new LocalWindows(spec.windowSeconds) };
     limiters.set(name, limiter);
     return limiter;
   };
+
+  /** Redis's answer, also taught to `local` whenever it arrives, including after the caller stopped waiting. */
+  const askRedis = (store: RateLimiterRedis, local: LocalWindows, key: string): Promise<RedisAnswer> =>
+    store.consume(key).then(
+      (res) => learned(local, key, res),
+      // Over the limit, rate-limiter-flexible rejects with the same result object; anything else is Redis failing.
+      (refusal: unknown) => (refusal instanceof RateLimiterRes ? learned(local, key, refusal) : 'unavailable'),
+    );
+
   return {
     limits,
     async consume(name, key) {
       const spec = limits[name];
-      try {
-        return toResult(spec, await limiterFor(name).consume(key), true);
-      } catch (refusal) {
-        if (refusal instanceof RateLimiterRes) return toResult(spec, refusal, false);
-        throw refusal;
-      }
+      const { store, local } = limiterFor(name);
+      const counted = local.hit(key, Date.now());
+      let timer: NodeJS.Timeout | undefined;
+      const answer = await Promise.race([
+        askRedis(store, local, key),
+        new Promise<RedisAnswer>((resolve) => {
+          timer = setTimeout(() => resolve('too slow'), timeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (typeof answer === 'object') return toResult(spec, answer);
+      options.onRedisUnavailable?.(name);
+      // Read again rather than reuse `counted`: an earlier hit's late answer may have raised the count meanwhile.
+      const now = Date.now();
+      const window = local.peek(key, now) ?? counted;
+      return toResult(spec, { consumed: window.consumed, msLeft: window.endsAt - now });
     },
   };
 }
@@ -172,8 +250,8 @@ export async function enforceNamedLimit(
 }
 
 /**
- * Builds the process's limiters once and exposes them as `app.rateLimits`. Each fallback to memory is logged as a
- * warning, at most once a minute per process, so a Redis outage does not flood the logs.
+ * Builds the process's limiters once and exposes them as `app.rateLimits`. Each fallback to the process's own counts
+ * is logged as a warning, at most once a minute per process, so a Redis outage does not flood the logs.
  */
 export const rateLimitersPlugin = fp(
   async (app: FastifyInstance, options: { redis: Redis; limits: RateLimits; redisTimeoutMs?: number }) => {
@@ -183,7 +261,7 @@ export const rateLimitersPlugin = fp(
       onRedisUnavailable: (name) => {
         if (Date.now() - lastWarningAt < 60_000) return;
         lastWarningAt = Date.now();
-        app.log.warn({ limit: name }, 'redis unavailable or slow; rate limits are counted in this process only');
+        app.log.warn({ limit: name }, 'redis unavailable or slow; rate limits are judged by this process alone');
       },
     });
     app.decorate('rateLimits', limiters);
