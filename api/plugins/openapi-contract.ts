@@ -1,4 +1,12 @@
 import { STATUS_CODES } from 'node:http';
+import {
+  EVENT_HEADER,
+  EVENT_ID_HEADER,
+  SIGNATURE_HEADER,
+  SIGNATURE_V2_HEADER,
+  TIMESTAMP_HEADER,
+} from '../../domain/webhook-signature.js';
+import { BUYER_SESSION_COOKIE } from './customer-auth.js';
 
 /**
  * What every operation of the contract shares, added to the generated OpenAPI documents in one place instead of on
@@ -188,21 +196,80 @@ function headersFor(kind: Kind, method: string, path: string) {
   return headers;
 }
 
-function securityFor(kind: Kind, path: string): Array<Record<string, string[]>> | null {
+type SecurityRequirement = Record<string, string[]>;
+
+/**
+ * The buyer session (contract 5.6) as security schemes, in both documents: the header API clients send, and the cookie
+ * a browser presents. Declared when the document is registered (api/plugins/openapi.ts) too, since routes name them
+ * in their own `security`.
+ */
+export const BUYER_SESSION_SECURITY_SCHEMES = {
+  customerSession: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Customer-Session',
+    description: 'Buyer session token from POST /customer/auth/verify',
+  },
+  buyerSessionCookie: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: BUYER_SESSION_COOKIE,
+    description:
+      'Browser buyer session: the session of X-Customer-Session, set as a cookie by POST /customer/auth/verify',
+  },
+} as const;
+
+const BUYER_SESSION_SCHEMES = ['customerSession', 'buyerSessionCookie'] as const;
+const ORGANIZER_KEY_SCHEMES = ['bearerApiKey', 'headerApiKey'] as const;
+/** One security requirement: every scheme named must be presented together. */
+const together = (...schemes: string[]): SecurityRequirement =>
+  Object.fromEntries(schemes.map((scheme) => [scheme, []]));
+
+/** A buyer session (header or cookie) is required; an organizer API key may come along and pins the workspace. */
+const CUSTOMER_SECURITY: SecurityRequirement[] = [
+  ...BUYER_SESSION_SCHEMES.map((session) => together(session)),
+  ...BUYER_SESSION_SCHEMES.flatMap((session) => ORGANIZER_KEY_SCHEMES.map((key) => together(session, key))),
+];
+
+/**
+ * The `security` of an organizer route that may act for a member (contract 5.6): the organizer's API key, plus the
+ * member's buyer session (X-Customer-Session or the cookie), which is `required` or `optional`. Routes put it in their
+ * schema; the session is then documented as its security scheme, not as a header parameter.
+ */
+export function organizerKeyWithBuyerSession(buyerSession: 'required' | 'optional'): SecurityRequirement[] {
+  return [
+    ...(buyerSession === 'optional' ? ORGANIZER_KEY_SCHEMES.map((key) => together(key)) : []),
+    ...ORGANIZER_KEY_SCHEMES.flatMap((key) => BUYER_SESSION_SCHEMES.map((session) => together(key, session))),
+  ];
+}
+
+function securityFor(kind: Kind, path: string): SecurityRequirement[] | null {
   if (kind === 'customer-auth') return [];
-  if (kind === 'customer') {
-    // The buyer session is required; an API key is optional and pins the workspace.
-    return [
-      { customerSession: [] },
-      { customerSession: [], bearerApiKey: [] },
-      { customerSession: [], headerApiKey: [] },
-    ];
-  }
+  if (kind === 'customer') return CUSTOMER_SECURITY;
   if (kind === 'public') {
     // Said explicitly (an empty list): the public document has no document-wide credential to fall back on.
-    return path.endsWith('/orders') ? [{}, { customerSession: [] }, { buyerSessionCookie: [] }] : [];
+    return path.endsWith('/orders') ? [{}, together('customerSession'), together('buyerSessionCookie')] : [];
   }
   return null;
+}
+
+/** The parameter that carries each credential; a credential is documented once, as its security scheme. */
+const CREDENTIAL_PARAMETERS: Record<string, string> = {
+  'header:x-customer-session': 'customerSession',
+  [`cookie:${BUYER_SESSION_COOKIE}`]: 'buyerSessionCookie',
+  'header:x-api-key': 'headerApiKey',
+  'header:authorization': 'bearerApiKey',
+};
+
+/** Drops the parameters that repeat a credential the operation's security already declares. */
+function withoutCredentialParameters(operation: Operation): void {
+  if (!operation.parameters || !operation.security) return;
+  const declared = new Set(operation.security.flatMap((requirement) => Object.keys(requirement)));
+  operation.parameters = operation.parameters.filter((parameter) => {
+    const scheme = CREDENTIAL_PARAMETERS[`${parameter.in}:${parameter.name.toLowerCase()}`];
+    return scheme === undefined || !declared.has(scheme);
+  });
+  if (operation.parameters.length === 0) delete operation.parameters;
 }
 
 const pascal = (text: string): string =>
@@ -279,9 +346,31 @@ function pruneSchemas(doc: JsonObject & { components: { schemas?: JsonObject } }
   );
 }
 
+/** `x-ticketing-event-id` → `X-Ticketing-Event-Id`: header names as integrators read them (HTTP ignores case). */
+const displayHeaderName = (name: string): string =>
+  name
+    .split('-')
+    .map((word) => word[0]!.toUpperCase() + word.slice(1))
+    .join('-');
+
+/** Every header a delivery carries besides the standard ones (activities/webhooks.ts), each with what it is for. */
+const WEBHOOK_HEADERS: Array<[name: string, description: string]> = [
+  [SIGNATURE_HEADER, "Hex HMAC-SHA256 of the raw body, keyed with the webhook's signingSecret (contract part 6)"],
+  [TIMESTAMP_HEADER, 'Unix seconds when this attempt was sent'],
+  [
+    SIGNATURE_V2_HEADER,
+    'Hex HMAC-SHA256 of `<X-Ticketing-Timestamp>.<raw body>`, same key: with a freshness check on the timestamp, ' +
+      'a recorded delivery cannot be replayed',
+  ],
+  [EVENT_ID_HEADER, "The event's id, the same on every retry of it: deduplicate on it"],
+  [EVENT_HEADER, "The event type, as in the body's `event`"],
+];
+
 const WEBHOOK_SIGNATURE =
-  "Signed: header `X-Ticketing-Signature` is the hex HMAC-SHA256 of the raw body keyed with the webhook's " +
-  'signingSecret; compare in constant time and answer 2xx within 5 seconds.';
+  "Signed twice with the webhook's signingSecret: `X-Ticketing-Signature` is the hex HMAC-SHA256 of the raw body; " +
+  '`X-Ticketing-Signature-V2` is the hex HMAC-SHA256 of `<X-Ticketing-Timestamp>.<raw body>`. Recompute over the raw ' +
+  'body before parsing it, compare in constant time, refuse a timestamp more than 5 minutes from your clock, ' +
+  'deduplicate on `X-Ticketing-Event-Id` (retries repeat it), and answer 2xx within 5 seconds.';
 
 function saleEventWebhook(event: string, extra: JsonObject, description: string) {
   return {
@@ -289,7 +378,7 @@ function saleEventWebhook(event: string, extra: JsonObject, description: string)
       summary: event,
       operationId: `on${pascal(event)}`,
       description: `${description} ${WEBHOOK_SIGNATURE}`,
-      parameters: [header('X-Ticketing-Signature', 'hex HMAC-SHA256 of the raw body', true)],
+      parameters: WEBHOOK_HEADERS.map(([name, about]) => header(displayHeaderName(name), about, true)),
       requestBody: {
         content: {
           'application/json': {
@@ -334,25 +423,7 @@ export function withContractDocs<T extends JsonObject>(document: T, surface: Sur
   doc.components = doc.components ?? {};
   const components = doc.components as { schemas?: JsonObject; securitySchemes?: JsonObject };
   components.schemas = { ...(components.schemas ?? {}), Error: ERROR_SCHEMA };
-  components.securitySchemes = {
-    ...(components.securitySchemes ?? {}),
-    customerSession: {
-      type: 'apiKey',
-      in: 'header',
-      name: 'X-Customer-Session',
-      description: 'Buyer session token from POST /customer/auth/verify',
-    },
-    ...(surface === 'public'
-      ? {
-          buyerSessionCookie: {
-            type: 'apiKey',
-            in: 'cookie',
-            name: 'buyer_session',
-            description: 'Browser buyer session',
-          },
-        }
-      : {}),
-  };
+  components.securitySchemes = { ...(components.securitySchemes ?? {}), ...BUYER_SESSION_SECURITY_SCHEMES };
   for (const [path, operations] of Object.entries(doc.paths ?? {})) {
     const kind = kindOf(surface, path);
     for (const [method, operation] of Object.entries(operations)) {
@@ -402,6 +473,7 @@ export function withContractDocs<T extends JsonObject>(document: T, surface: Sur
       if (extra.length) operation.parameters = [...(operation.parameters ?? []), ...extra];
       const security = securityFor(kind, path);
       if (security) operation.security = security;
+      withoutCredentialParameters(operation);
       operation.operationId = operation.operationId ?? operationIdFor(method, path);
     }
   }

@@ -2,7 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
-import { type Surface, withContractDocs } from './openapi-contract.js';
+import { BUYER_SESSION_SECURITY_SCHEMES, type Surface, withContractDocs } from './openapi-contract.js';
 
 /**
  * Registers an OpenAPI 3.1 document for the routes of one surface (the encapsulated instance it is registered
@@ -31,6 +31,7 @@ export async function registerOpenApi(
               securitySchemes: {
                 bearerApiKey: { type: 'http', scheme: 'bearer', description: 'Organizer API key `<prefix>_live_…`' },
                 headerApiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+                ...BUYER_SESSION_SECURITY_SCHEMES,
               },
             },
             security: [{ bearerApiKey: [] }, { headerApiKey: [] }],

@@ -184,3 +184,82 @@ describe('what the reference promises integrators (issue 15)', () => {
     expect(documents.organizer.paths['/sales/{id}/refund']!.post!.operationId).toBe('postSalesByIdRefund');
   });
 });
+
+/**
+ * The snake_case names the documents may use, each because a standard or the contract spells it so; every other
+ * property and query or path parameter is camelCase (issue 15, README "Buyer shapes").
+ */
+const SNAKE_CASE_ALLOWED = new Map([
+  ['session_token', 'contract 4.1 and 5.6: POST /customer/auth/verify returns session_token'],
+  ['acknowledge_open_payment', 'contract 3 and 4.8: the body field of POST /sales/{id}/cancel'],
+  // The device grant speaks OAuth to OAuth clients: RFC 8628 section 3.2 and RFC 6749 sections 5.1 and 5.2.
+  ...[
+    'client_id',
+    'device_code',
+    'user_code',
+    'verification_uri',
+    'verification_uri_complete',
+    'expires_in',
+    'grant_type',
+    'access_token',
+    'token_type',
+    'error_description',
+  ].map((name): [string, string] => [name, 'OAuth 2.0 device authorization grant (RFC 8628)']),
+]);
+const CAMEL_CASE = /^[a-z][a-zA-Z0-9]*$/;
+
+/** Every property name of every schema in the document (components, paths, webhooks), with where it is. */
+function propertyNames(document: Document): Array<{ name: string; where: string }> {
+  const found: Array<{ name: string; where: string }> = [];
+  const visit = (node: unknown, where: string): void => {
+    if (typeof node !== 'object' || node === null) return;
+    for (const [key, value] of Object.entries(node)) {
+      // Examples hold data, not schemas: their keys are the properties already found.
+      if (key === 'example' || key === 'examples') continue;
+      if (key === 'properties' && typeof value === 'object' && value !== null && !Array.isArray(value)) {
+        for (const [name, schema] of Object.entries(value)) {
+          found.push({ name, where: `${where}.${name}` });
+          visit(schema, `${where}.${name}`);
+        }
+        continue;
+      }
+      visit(value, `${where}/${key}`);
+    }
+  };
+  visit({ components: document.components, paths: document.paths, webhooks: document.webhooks }, '#');
+  for (const [path, operations] of Object.entries(document.paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      for (const parameter of (operation.parameters ?? []) as Array<{ name: string; in: string }>) {
+        if (parameter.in === 'query' || parameter.in === 'path') {
+          found.push({ name: parameter.name, where: `${method.toUpperCase()} ${path} ${parameter.in}` });
+        }
+      }
+    }
+  }
+  return found;
+}
+
+describe('field casing (issue 15): camelCase everywhere except the snake_case names a standard or the contract uses', () => {
+  test.each(['organizer', 'public'] as const)('every property and parameter name of the %s document', (surface) => {
+    const names = propertyNames(documents[surface]);
+    expect(names.length).toBeGreaterThan(surface === 'organizer' ? 500 : 100);
+    expect(names.filter(({ name }) => !CAMEL_CASE.test(name) && !SNAKE_CASE_ALLOWED.has(name))).toEqual([]);
+  });
+
+  test('each allowed snake_case name is in use, so the list cannot outlive its reason', () => {
+    const used = new Set(
+      Object.values(documents).flatMap((document) => propertyNames(document).map(({ name }) => name)),
+    );
+    expect([...SNAKE_CASE_ALLOWED.keys()].filter((name) => !used.has(name))).toEqual([]);
+  });
+
+  test('the check is live: a snake_case property is reported where it is', () => {
+    const broken = structuredClone(documents.public);
+    const schema = Object.values(broken.components.schemas)[0] as { properties?: Record<string, Json> };
+    schema.properties = { ...schema.properties, buyer_email: { type: 'string' } };
+    const offending = propertyNames(broken).filter(
+      ({ name }) => !CAMEL_CASE.test(name) && !SNAKE_CASE_ALLOWED.has(name),
+    );
+    expect(offending.map(({ name }) => name)).toEqual(['buyer_email']);
+  });
+});

@@ -1,8 +1,13 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { API_V1_PREFIX, PUBLIC_PREFIX } from '../../api/app.js';
 import { publicRoutes } from '../../api/routes/public/index.js';
 import { organizerRoutes } from '../../api/routes/v1/index.js';
+import { bearer, createOrganizer } from '../support/fixtures.js';
+import { eventually, publishEvent } from '../support/purchase.js';
+import { complimentary } from '../support/sales-ops.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
 /** Every documented (not hidden) route a route group registers, as `METHOD /path/{param}`. */
@@ -42,6 +47,11 @@ beforeAll(async () => {
 afterAll(async () => {
   await api.close();
 });
+
+interface Operation {
+  security?: Array<Record<string, string[]>>;
+  parameters?: Array<{ name: string; in: string; required?: boolean }>;
+}
 
 interface DocumentedOperation {
   responses: Record<
@@ -160,9 +170,74 @@ describe('OpenAPI documents generated from the zod schemas', () => {
     expect(publicDoc.paths['/events'].get.security).toEqual([]); // said outright: no credential at all
     expect(publicDoc.webhooks).toBeUndefined();
     const confirmed = organizerDoc.webhooks['sale.confirmed'].post;
-    expect(confirmed.parameters[0].name).toBe('X-Ticketing-Signature');
+    expect(confirmed.parameters.map((p: { name: string }) => p.name)).toContain('X-Ticketing-Signature');
     expect(Object.keys(confirmed.requestBody.content['application/json'].schema.properties.data.properties)).toEqual(
       expect.arrayContaining(['saleId', 'organizationId', 'reference', 'total']),
+    );
+  });
+
+  test('the buyer session is a security scheme in both documents, as X-Customer-Session and as the cookie', async () => {
+    const organizerDoc = (await api.request({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+    const publicDoc = (await api.request({ method: 'GET', url: '/api/public/openapi.json' })).json();
+    for (const document of [organizerDoc, publicDoc]) {
+      expect(document.components.securitySchemes).toMatchObject({
+        customerSession: { type: 'apiKey', in: 'header', name: 'X-Customer-Session' },
+        buyerSessionCookie: { type: 'apiKey', in: 'cookie', name: 'buyer_session' },
+      });
+    }
+    // Every /customer/* operation but sign-in takes the session either way, with or without an organizer key.
+    const customerOperations = Object.entries(organizerDoc.paths as Record<string, Record<string, Operation>>)
+      .filter(([path]) => path.startsWith('/customer/') && !path.startsWith('/customer/auth/'))
+      .flatMap(([path, operations]) =>
+        Object.entries(operations).map(([method, operation]) => ({ path, method, operation })),
+      );
+    expect(customerOperations.length).toBeGreaterThan(10);
+    for (const { path, method, operation } of customerOperations) {
+      expect({ path, method, security: operation.security }).toEqual({
+        path,
+        method,
+        security: expect.arrayContaining([
+          { customerSession: [] },
+          { buyerSessionCookie: [] },
+          { customerSession: [], bearerApiKey: [] },
+          { buyerSessionCookie: [], headerApiKey: [] },
+        ]),
+      });
+      // A session is always required: no alternative without one.
+      for (const requirement of operation.security ?? []) {
+        expect(Object.keys(requirement).some((scheme) => /customerSession|buyerSessionCookie/.test(scheme))).toBe(true);
+      }
+    }
+  });
+
+  test('content routes acting for a member take the buyer session as security, never as a plain header', async () => {
+    const organizerDoc = (await api.request({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+    const publicDoc = (await api.request({ method: 'GET', url: '/api/public/openapi.json' })).json();
+    for (const document of [organizerDoc, publicDoc]) {
+      for (const [path, operations] of Object.entries(document.paths as Record<string, Record<string, Operation>>)) {
+        for (const [method, operation] of Object.entries(operations)) {
+          const credentials = (operation.parameters ?? []).filter((parameter) =>
+            /^(x-customer-session|x-api-key|authorization|buyer_session)$/i.test(parameter.name),
+          );
+          expect({ path, method, credentials }).toEqual({ path, method, credentials: [] });
+        }
+      }
+    }
+    // Playback tokens are issued to a member: key and session both, by header or cookie.
+    const playback = organizerDoc.paths['/content/playback-token'].post as Operation;
+    expect(playback.security).toEqual(
+      expect.arrayContaining([
+        { bearerApiKey: [], customerSession: [] },
+        { bearerApiKey: [], buyerSessionCookie: [] },
+        { headerApiKey: [], customerSession: [] },
+        { headerApiKey: [], buyerSessionCookie: [] },
+      ]),
+    );
+    expect(playback.security).not.toContainEqual({ bearerApiKey: [] });
+    // A post is the organizer's with the key alone, a member's with their session as well.
+    const post = organizerDoc.paths['/content/posts'].post as Operation;
+    expect(post.security).toEqual(
+      expect.arrayContaining([{ bearerApiKey: [] }, { headerApiKey: [] }, { bearerApiKey: [], customerSession: [] }]),
     );
   });
 
@@ -189,5 +264,76 @@ describe('OpenAPI documents generated from the zod schemas', () => {
       bearer_methods_supported: ['header'],
     });
     expect(response.json().resource).toMatch(/\/api\/v1$/);
+  });
+});
+
+describe('outgoing webhooks (OpenAPI 3.1 `webhooks`) against a real delivery', () => {
+  let onPrem: TestApi;
+  let receiver: Server;
+  const received: IncomingHttpHeaders[] = [];
+  beforeAll(async () => {
+    // The receiver listens on 127.0.0.1; only an API that allows private targets registers it (see
+    // webhooks-delivery.test.ts). The shared worker delivers to it.
+    onPrem = await startTestApi({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
+    receiver = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        received.push(request.headers);
+        response.writeHead(200).end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    receiver?.closeAllConnections();
+    await new Promise((resolve) => receiver?.close(resolve));
+    await onPrem?.close();
+  });
+
+  test('each documented webhook declares, as required headers, every X-Ticketing-* header a delivery sends', async () => {
+    const organizer = await createOrganizer(api.orm.em.fork());
+    const registered = await onPrem.request({
+      method: 'POST',
+      url: '/api/v1/webhooks',
+      headers: bearer(organizer.key),
+      payload: {
+        url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+        events: ['sale.confirmed'],
+      },
+    });
+    expect(registered.statusCode).toBe(201);
+    const event = await publishEvent(api, organizer, { capacity: 5 });
+    await complimentary(api, organizer, event);
+    const [delivery] = await eventually(
+      async () => received,
+      (list) => list.length >= 1,
+    );
+    const sent = Object.keys(delivery!)
+      .filter((name) => name.startsWith('x-ticketing-'))
+      .sort();
+    expect(sent).toEqual([
+      'x-ticketing-event',
+      'x-ticketing-event-id',
+      'x-ticketing-signature',
+      'x-ticketing-signature-v2',
+      'x-ticketing-timestamp',
+    ]);
+
+    const organizerDoc = (await api.request({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+    expect(Object.keys(organizerDoc.webhooks).sort()).toEqual(['sale.confirmed', 'sale.refunded']);
+    for (const [name, webhook] of Object.entries(organizerDoc.webhooks as Record<string, { post: Operation }>)) {
+      const headers = (webhook.post.parameters ?? []).filter((parameter) => parameter.in === 'header');
+      expect({ name, declared: headers.map((header) => header.name.toLowerCase()).sort() }).toEqual({
+        name,
+        declared: sent,
+      });
+      expect(headers.every((header) => header.required === true)).toBe(true);
+    }
+    // Named as integrators read them, and the signature scheme is spelled out.
+    const confirmed = organizerDoc.webhooks['sale.confirmed'].post;
+    expect(confirmed.parameters.map((parameter: { name: string }) => parameter.name)).toEqual(
+      expect.arrayContaining(['X-Ticketing-Signature-V2', 'X-Ticketing-Event-Id', 'X-Ticketing-Timestamp']),
+    );
+    expect(confirmed.description).toMatch(/<X-Ticketing-Timestamp>\.<raw body>/);
   });
 });

@@ -25,6 +25,7 @@ import { organizer } from '../../http/route-access.js';
 import { IdParamSchema, IsoDateTimeSchema, isoOrNull } from '../../http/schemas.js';
 import { activeWorkspace } from '../../plugins/auth.js';
 import { type CustomerContext, presentedSessionToken, resolveBuyerSession } from '../../plugins/customer-auth.js';
+import { organizerKeyWithBuyerSession } from '../../plugins/openapi-contract.js';
 import type { ApiServices } from '../../services.js';
 
 /**
@@ -38,8 +39,9 @@ const SECTION = 'content';
 const TAGS = ['content'];
 
 /**
- * The member a call acts for. Declared as a header parameter (not a second security requirement) and loose, so
- * every other header still reaches the hooks; the handlers decide whether it is required.
+ * The member a call acts for, checked for shape here; loose, so every other header still reaches the hooks, and the
+ * handlers decide whether it is required. The OpenAPI documents show it as the buyer-session security scheme (with
+ * its cookie form) next to the organizer key: `security: organizerKeyWithBuyerSession(…)` on the route.
  */
 const buyerSessionHeader = (description: string) =>
   z.looseObject({ 'x-customer-session': z.string().max(200).optional().meta({ description }) });
@@ -354,6 +356,7 @@ export const contentRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = a
           'publishedAt. With X-Customer-Session as well, the post is that buyer’s: published now, kind post only, ' +
           'and only while an active member of the workspace (403 FORBIDDEN, details.reason members_only).',
         headers: buyerSessionHeader('A member’s session_token: the post is theirs (see above)'),
+        security: organizerKeyWithBuyerSession('optional'),
         body: CreatePostBody,
         response: { 201: dataOf(PostSchema) },
       },
@@ -502,6 +505,7 @@ export const contentRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = a
           'member of the workspace. Unknown or unpublished asset: 404. Ended live stream: 409 INVALID_STATE. ' +
           'Issuing a token stores nothing, so VIEWER suffices; as a POST it needs a write key (5.3).',
         headers: buyerSessionHeader('Required: the session_token of the member the token is for'),
+        security: organizerKeyWithBuyerSession('required'),
         body: PlaybackTokenBody,
         response: { 200: dataOf(PlaybackTokenSchema) },
       },
