@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SaleStatus } from '../domain/sale-state.js';
+import { ANY_TENANT } from '../entities/common.js';
 import { newId } from '../entities/ids.js';
 import { EventDate, Sale, SaleItem, TicketType } from '../entities/index.js';
 import type { ISale } from '../entities/sale.js';
@@ -15,7 +16,7 @@ import {
 import { rejectUnfixableDatabaseErrors } from './db-errors.js';
 import type { ActivityDeps } from './deps.js';
 import { appendSaleEvent } from './outbox.js';
-import { ANY_TENANT, Rejected, reject, reserveInTransaction } from './reservation.js';
+import { Rejected, reject, reserveInTransaction } from './reservation.js';
 import { isSeatRefusal, minutesUntil, seatMap, seatsOfSale } from './seats.js';
 import { issueTickets } from './tickets.js';
 

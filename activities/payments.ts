@@ -3,6 +3,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { saleGateway, workspaceGateway } from '../domain/gateways.js';
 import { isCurrencyCode, toMajorUnits } from '../domain/money.js';
 import { gatewayAVerdict, type PaymentVerdict, type SaleMoney } from '../domain/payment-verdict.js';
+import { ANY_TENANT } from '../entities/common.js';
 import { Event, Sale, Workspace } from '../entities/index.js';
 import { fromGatewayBAmount, isGatewayBCurrency } from '../integrations/gateway-b/amounts.js';
 import { gatewayBButton } from '../integrations/gateway-b/button.js';
@@ -14,11 +15,10 @@ import type {
   PaymentNotification,
 } from '../workflows/definitions.js';
 import type { ActivityDeps } from './deps.js';
-import type { GatewayAPayment, GatewayBTransaction } from './ports.js';
+import type { GatewayBTransaction } from './ports.js';
 
 export type { PaymentVerdict } from '../domain/payment-verdict.js';
 
-const ANY_TENANT = { filters: { tenant: false } } as const;
 const INCLUDING_DELETED = { filters: { tenant: false, notDeleted: false } } as const;
 
 const GATEWAY_B_OUTCOME: Record<string, PaymentVerdict['outcome']> = {

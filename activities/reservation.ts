@@ -12,6 +12,7 @@ import {
   priceOrderItems,
   ticketTypeFeePolicy,
 } from '../domain/pricing.js';
+import { ANY_TENANT } from '../entities/common.js';
 import type { IEvent } from '../entities/event.js';
 import type { IEventDate } from '../entities/event-date.js';
 import { newId } from '../entities/ids.js';
@@ -30,7 +31,6 @@ import {
 import { appendSaleEvent } from './outbox.js';
 import { issueTickets } from './tickets.js';
 
-export const ANY_TENANT = { filters: { tenant: false } } as const;
 const INCLUDING_DELETED = { filters: { tenant: false, notDeleted: false } } as const;
 
 /** A refusal of the order: thrown out of the transaction (rolling it back) and answered to the workflow as is. */

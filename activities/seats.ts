@@ -4,11 +4,10 @@
  * (its item's `seats`, its `holdToken`) says which seats a sale owns; the provider says who holds them now.
  */
 import { ApplicationFailure } from '@temporalio/activity';
+import { ANY_TENANT } from '../entities/common.js';
 import { EventDate, Sale, SaleItem } from '../entities/index.js';
 import type { ActivityDeps } from './deps.js';
 import type { SeatMapSeat } from './ports.js';
-
-const ANY_TENANT = { filters: { tenant: false } } as const;
 
 /** A status change the provider refused (seat held by another token, booked, unknown): not worth retrying. */
 export function isSeatRefusal(error: unknown): boolean {

@@ -1,14 +1,9 @@
 import QRCode from 'qrcode';
+import { escapeHtml } from '../domain/html.js';
 import { Event, EventDate, Sale, Ticket, TicketType } from '../entities/index.js';
 import type { ActivityDeps } from './deps.js';
 
 const ANY = { filters: { tenant: false, notDeleted: false } } as const;
-
-const escapeHtml = (value: string): string =>
-  value.replace(
-    /[&<>"']/g,
-    (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char] ?? char,
-  );
 
 export function createTicketOpsActivities(deps: ActivityDeps) {
   return {

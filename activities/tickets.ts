@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import QRCode from 'qrcode';
 import { TICKET_CODE_RANDOM_BYTES, ticketCodeFromBytes } from '../domain/codes.js';
+import { escapeHtml } from '../domain/html.js';
 import { formatMoney, isCurrencyCode } from '../domain/money.js';
 import { newId } from '../entities/ids.js';
 import { Event, EventDate, Sale, SaleItem, Ticket } from '../entities/index.js';
@@ -121,11 +122,5 @@ export function createTicketActivities(deps: ActivityDeps) {
     },
   };
 }
-
-const escapeHtml = (value: string): string =>
-  value.replace(
-    /[&<>"']/g,
-    (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char] ?? char,
-  );
 
 export type TicketActivities = ReturnType<typeof createTicketActivities>;

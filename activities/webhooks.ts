@@ -2,7 +2,6 @@
  * Organizer webhook delivery: the outbox dispatcher (fan-out) and one signed POST per attempt. See
  * `workflows/webhook-dispatcher.ts` and `workflows/webhook-delivery.ts` for the story; this file is the I/O.
  */
-import { lookup as dnsLookup } from 'node:dns/promises';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
@@ -18,8 +17,9 @@ import {
   signTimestampedBody,
   TIMESTAMP_HEADER,
 } from '../domain/webhook-signature.js';
-import { checkWebhookTarget, type HostResolver, type ResolvedAddress } from '../domain/webhook-targets.js';
+import { checkWebhookTarget, type ResolvedAddress } from '../domain/webhook-targets.js';
 import { decryptSecret } from '../entities/webhook.js';
+import { systemResolver } from '../integrations/dns.js';
 import { countWebhookAttempt } from '../observability/metrics.js';
 import {
   type WebhookAttemptResult,
@@ -28,12 +28,6 @@ import {
 } from '../workflows/definitions.js';
 import type { webhookDelivery } from '../workflows/webhook-delivery.js';
 import type { ActivityDeps } from './deps.js';
-
-/** The system resolver, every address of the name (IPv4 and IPv6). */
-export const systemResolver: HostResolver = async (hostname) => {
-  const found = await dnsLookup(hostname, { all: true, verbatim: true });
-  return found.map((entry) => ({ address: entry.address, family: entry.family === 6 ? 6 : 4 }));
-};
 
 interface WebhookRow {
   id: string;

@@ -32,3 +32,6 @@ export const tenantFilter = {
     default: true,
   },
 };
+
+/** Query options of a read that crosses tenants on purpose (see tenantFilter); deleted rows stay hidden. */
+export const ANY_TENANT = { filters: { tenant: false } } as const;

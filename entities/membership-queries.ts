@@ -1,10 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { percentToBps } from '../domain/money.js';
+import { ANY_TENANT } from './common.js';
 import { type MembershipBenefits, MembershipPlan } from './membership-plan.js';
 import { MembershipSubscription } from './membership-subscription.js';
 
 /** Memberships are read across tenants on purpose (storefront, checkout activity): the workspace is in the query. */
-const ANY_TENANT = { filters: { tenant: false } } as const;
 /** A plan soft-deleted after a period was paid still defines that period's benefits. */
 const INCLUDING_DELETED = { filters: { tenant: false, notDeleted: false } } as const;
 

@@ -1,12 +1,7 @@
 import type { FastifyReply } from 'fastify';
+import { escapeHtml } from '../../domain/html.js';
 
 /** Small server-rendered pages on the API origin (device verification, sign-up link): no script, no third party. */
-
-export const escapeHtml = (value: string): string =>
-  value.replace(
-    /[&<>"']/g,
-    (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char] ?? char,
-  );
 
 /** A hidden form field; every value is escaped. */
 export const hiddenField = (name: string, value: string, attributes = ''): string =>

@@ -4,12 +4,11 @@ import { parseSaleReference } from '../../domain/codes.js';
 import { AppError } from '../../domain/errors.js';
 import { type Role, roleAtLeast } from '../../domain/roles.js';
 import { publicOrderView, SALE_STATUSES, TICKET_STATUSES } from '../../domain/sale-state.js';
+import { ANY_TENANT } from '../../entities/common.js';
 import { isUuid } from '../../entities/ids.js';
 import { Sale, SaleItem, Ticket } from '../../entities/index.js';
 import type { ISale } from '../../entities/sale.js';
 import { minorUnits } from './money.js';
-
-const ANY_TENANT = { filters: { tenant: false } } as const;
 
 /** The money of a sale, as the contract's Sale and the buyer's CustomerOrder both show it (domain/pricing.ts). */
 export const SALE_AMOUNTS = {

@@ -14,11 +14,13 @@ import {
 import { decideDeviceAuthorization, findPendingByUserCode } from '../../domain/device-authorizations.js';
 import { formatUserCode, KNOWN_DEVICE_CLIENTS, normalizeUserCode } from '../../domain/device-codes.js';
 import { AppError } from '../../domain/errors.js';
+import { escapeHtml } from '../../domain/html.js';
 import type { IDeviceAuthorization } from '../../entities/device-authorization.js';
 import { organizerAccountEmailWorkflowId } from '../../workflows/organizer-account-definitions.js';
 import type { organizerAccountEmail } from '../../workflows/organizer-account-email.js';
+import { EmailSchema } from '../http/email.js';
 import { acceptFormBodies } from '../http/form-body.js';
-import { escapeHtml, hiddenField, renderPage, sendPage } from '../http/html-page.js';
+import { hiddenField, renderPage, sendPage } from '../http/html-page.js';
 import { enforceRateLimit } from '../http/limits.js';
 import { csrfTokenFor, csrfTokenMatches, setSessionCookie, signedInOrganizer } from '../http/organizer-web-session.js';
 import { publicAccess } from '../http/route-access.js';
@@ -33,10 +35,6 @@ import type { ApiServices } from '../services.js';
  * no script; every POST carries a CSRF token bound to the browser's session.
  */
 
-const EmailSchema = z
-  .email()
-  .max(254)
-  .transform((value) => value.toLowerCase());
 /** What a person may have typed as a user code; whether it is one is decided by normalizeUserCode. */
 const TypedUserCode = z.string().trim().max(20).default('');
 const Csrf = z.string().max(100).optional();

@@ -8,6 +8,7 @@ import {
 } from '../../domain/money.js';
 import { ProviderError } from '../errors.js';
 import { field, JsonHttp } from '../http.js';
+import { nullableString } from '../schemas.js';
 
 /**
  * Gateway A client (Mercado Pago-style REST API): card tokens, card payments, PSE checkout preferences, payment
@@ -137,11 +138,6 @@ export interface RefundPaymentInput {
   /** Partial refund; omitted = the whole remaining amount. */
   partial?: { amount: MinorUnits; currency: CurrencyCode };
 }
-
-const nullableString = z
-  .string()
-  .nullish()
-  .transform((value) => value ?? null);
 
 const PaymentSchema = z.object({
   id: z.union([z.number(), z.string()]).transform(String),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ProviderError } from '../errors.js';
 import { field, JsonHttp } from '../http.js';
+import { nullableString } from '../schemas.js';
 
 /**
  * Gateway B client (Bold-style payment button). The charge itself happens in the buyer's browser; the server
@@ -82,11 +83,6 @@ const STATUSES: ReadonlySet<string> = new Set<GatewayBPaymentStatus>([
   'VOIDED',
   'NO_TRANSACTION_FOUND',
 ]);
-
-const nullableString = z
-  .string()
-  .nullish()
-  .transform((value) => value ?? null);
 
 const VoucherSchema = z.object({
   payment_status: z.string(),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ProviderError } from '../errors.js';
 import { field, JsonHttp } from '../http.js';
+import { nullableString } from '../schemas.js';
 
 /**
  * Seat-map provider client (seats.io-style API). Authentication is HTTP Basic with the workspace secret key as
@@ -51,10 +52,6 @@ export interface SeatMapClientOptions {
   fetch?: typeof fetch;
 }
 
-const nullableString = z
-  .string()
-  .nullish()
-  .transform((value) => value ?? null);
 const HoldTokenSchema = z.object({ holdToken: z.string(), expiresAt: z.string(), expiresInSeconds: z.number() });
 const EventSchema = z.object({
   id: z.union([z.number(), z.string()]),

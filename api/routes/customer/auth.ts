@@ -8,6 +8,7 @@ import { newId } from '../../../entities/ids.js';
 import { Buyer, BuyerLoginCode } from '../../../entities/index.js';
 import type { buyerSignIn } from '../../../workflows/buyer-sign-in.js';
 import { buyerSignInWorkflowId } from '../../../workflows/definitions.js';
+import { EmailSchema } from '../../http/email.js';
 import { dataOf } from '../../http/envelope.js';
 import { enforceRateLimit } from '../../http/limits.js';
 import { customerAccess, publicAccess } from '../../http/route-access.js';
@@ -22,11 +23,6 @@ import type { ApiServices } from '../../services.js';
 
 const CODE_TTL_MS = 10 * 60 * 1000;
 const SESSION_TTL_MS = 30 * 24 * 60 * 60 * 1000;
-
-const EmailSchema = z
-  .email()
-  .max(254)
-  .transform((value) => value.toLowerCase());
 
 /**
  * Rate-limit key for an (email, client address) pair. Both parts are length-prefixed so no email/address pair can

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { Env } from '../../../config/env.js';
 import { workflowRefusal } from '../../../config/workflow-refusals.js';
 import { AppError } from '../../../domain/errors.js';
+import { ANY_TENANT } from '../../../entities/common.js';
 import { isUuid } from '../../../entities/ids.js';
 import { MembershipPayment, MembershipPlan, MembershipSubscription } from '../../../entities/index.js';
 import {
@@ -34,7 +35,6 @@ import { refusalError } from '../../http/workflow-refusals.js';
 import { type CustomerContext, currentCustomer } from '../../plugins/customer-auth.js';
 import type { ApiServices } from '../../services.js';
 
-const ANY_TENANT = { filters: { tenant: false } } as const;
 /** How long a signup waits for the buyer's previous membership execution to finish closing. */
 const CLOSING_WAIT_MS = 10_000;
 const INCLUDING_DELETED = { filters: { tenant: false, notDeleted: false } } as const;

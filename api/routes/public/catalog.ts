@@ -11,6 +11,7 @@ import {
   ticketTypeFeePolicy,
   type UnitQuote,
 } from '../../../domain/pricing.js';
+import { ANY_TENANT } from '../../../entities/common.js';
 import { type EVENT_STATUSES, type IEvent, SALES_MODES } from '../../../entities/event.js';
 import type { IEventDate } from '../../../entities/event-date.js';
 import { Event, EventDate, TicketType, Venue, Workspace } from '../../../entities/index.js';
@@ -32,7 +33,6 @@ import type { ApiServices } from '../../services.js';
  * The storefront reads every organizer's catalog, so each query turns the tenant filter off explicitly; the
  * notDeleted filter stays on, so soft-deleted events, dates and ticket types never show.
  */
-const ANY_TENANT = { filters: { tenant: false } } as const;
 
 const PUBLISHED: (typeof EVENT_STATUSES)[number] = 'PUBLISHED';
 

@@ -2,7 +2,9 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { type Env, providerUrls } from '../../../config/env.js';
 import { AppError } from '../../../domain/errors.js';
+import { escapeHtml } from '../../../domain/html.js';
 import { isCurrencyCode, toMajorUnits } from '../../../domain/money.js';
+import { ANY_TENANT } from '../../../entities/common.js';
 import { isUuid } from '../../../entities/ids.js';
 import { Event, PaymentAttempt, Sale } from '../../../entities/index.js';
 import type { ISale } from '../../../entities/sale.js';
@@ -26,8 +28,6 @@ import type { ApiServices } from '../../services.js';
  * knows the attempt and asks the gateway about it; the page itself changes nothing and can be reloaded at will.
  */
 
-const ANY_TENANT = { filters: { tenant: false } } as const;
-
 export const orderPaymentPageUrl = (env: Pick<Env, 'PUBLIC_ORIGIN'>, saleId: string): string =>
   new URL(`/api/public/orders/${saleId}/pay`, env.PUBLIC_ORIGIN).toString();
 
@@ -36,12 +36,6 @@ export function buttonScriptUrl(env: Env): string {
   if (env.GATEWAY_B_BUTTON_SCRIPT_URL) return env.GATEWAY_B_BUTTON_SCRIPT_URL;
   return env.GATEWAY_B_BASE_URL ? GATEWAY_B_BUTTON_LIBRARY : sandboxButtonLibrary(providerUrls(env).gatewayB);
 }
-
-const escapeHtml = (value: string): string =>
-  value.replace(
-    /[&<>"']/g,
-    (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char] ?? char,
-  );
 
 function formatMoney(total: number, currency: string): string {
   if (!isCurrencyCode(currency)) return `${total} ${currency}`;

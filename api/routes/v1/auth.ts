@@ -15,6 +15,7 @@ import { AppError } from '../../../domain/errors.js';
 import type { Scope } from '../../../domain/roles.js';
 import { organizerAccountEmailWorkflowId } from '../../../workflows/organizer-account-definitions.js';
 import type { organizerAccountEmail } from '../../../workflows/organizer-account-email.js';
+import { EmailSchema } from '../../http/email.js';
 import { dataOf } from '../../http/envelope.js';
 import { acceptFormBodies } from '../../http/form-body.js';
 import { enforceRateLimit } from '../../http/limits.js';
@@ -28,11 +29,6 @@ import type { ApiServices } from '../../services.js';
  * that RFC expect: form-encoded requests (JSON accepted too), and errors in OAuth's own format (RFC 6749 section 5.2)
  * rather than the contract's error body.
  */
-
-const EmailSchema = z
-  .email()
-  .max(254)
-  .transform((value) => value.toLowerCase());
 
 const NO_CREDENTIAL: Array<Record<string, string[]>> = [];
 

@@ -1,27 +1,18 @@
-import { lookup } from 'node:dns/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../domain/errors.js';
-import { checkWebhookTarget, type HostResolver } from '../../../domain/webhook-targets.js';
+import { checkWebhookTarget } from '../../../domain/webhook-targets.js';
 import { isUuid, newId } from '../../../entities/ids.js';
 import { Webhook } from '../../../entities/index.js';
 import { encryptSecret, generateSigningSecret, type IWebhook, WEBHOOK_EVENTS } from '../../../entities/webhook.js';
-import { withDeadline } from '../../http/deadline.js';
+import { systemResolver } from '../../../integrations/dns.js';
 import { dataOf, listOf } from '../../http/envelope.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import { IdParamSchema, isoOrNull } from '../../http/schemas.js';
 import { activeWorkspace } from '../../plugins/auth.js';
 import type { ApiServices } from '../../services.js';
-
-const RESOLVE_TIMEOUT_MS = 3_000;
-
-/** The system resolver with a deadline: registration must not hang on a slow DNS server. */
-const systemResolver: HostResolver = async (hostname) => {
-  const found = await withDeadline(lookup(hostname, { all: true, verbatim: true }), RESOLVE_TIMEOUT_MS, 'DNS timeout');
-  return found.map((entry) => ({ address: entry.address, family: entry.family === 6 ? 6 : 4 }));
-};
 
 const EventsSchema = z
   .array(z.enum(WEBHOOK_EVENTS))

@@ -2,15 +2,13 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../domain/errors.js';
-import { isUuid } from '../../../entities/ids.js';
-import { takeStock } from '../../../entities/stock.js';
-import { returnUnits } from '../../../entities/stock-moves.js';
 import { ticketResendWorkflowId } from '../../../workflows/definitions.js';
 import type { ticketResend } from '../../../workflows/ticket-resend.js';
 import { dataOf } from '../../http/envelope.js';
 import { organizer } from '../../http/route-access.js';
 import { findTicketByCode, TicketAccessSchema, type TicketRow, toTicketAccess } from '../../http/ticket-views.js';
 import { activeWorkspace } from '../../plugins/auth.js';
+import { reassignTicket } from '../../services/tickets.js';
 import type { ApiServices } from '../../services.js';
 
 const TicketCodeParams = z.object({ ticketCode: z.string().min(1).max(100) });
@@ -44,17 +42,6 @@ export async function startTicketResend(services: ApiServices, ticketId: string)
     args: [{ ticketId }],
     workflowIdConflictPolicy: 'USE_EXISTING',
   });
-}
-
-interface ReassignTarget {
-  type_id: string;
-  type_name: string;
-  event_date_id: string;
-  event_id: string;
-  seat_map_category_key: string | null;
-  currency: string;
-  starts_at: Date;
-  date_cancelled_at: Date | null;
 }
 
 export const ticketRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
@@ -152,104 +139,10 @@ export const ticketRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = as
     },
     async (request) => {
       const workspaceId = activeWorkspace(request).workspaceId;
-      const code = request.params.ticketCode;
-      const body = request.body;
-      await requireTicket(request.em, code, workspaceId);
-      await request.em.fork().transactional(async (tx) => {
-        const locked = await tx.execute<
-          {
-            id: string;
-            sale_id: string;
-            status: string;
-            sale_status: string;
-            ticket_type_id: string;
-            event_id: string;
-            event_date_id: string;
-            seat_label: string | null;
-          }[]
-        >(
-          `select t.id, t.sale_id, t.status, s.status as sale_status, t.ticket_type_id, t.event_id, t.event_date_id, t.seat_label
-             from tickets t join sales s on s.id = t.sale_id
-            where t.code = ? and t.workspace_id = ? for update of t, s`,
-          [code, workspaceId],
-        );
-        const ticket = locked[0];
-        if (!ticket) throw new AppError('NOT_FOUND', 'Ticket not found');
-        if (ticket.status !== 'VALID' || ticket.sale_status !== 'CONFIRMED') {
-          throw new AppError('INVALID_STATE', 'Only a VALID ticket of a CONFIRMED sale can be reassigned', {
-            details: { ticketStatus: ticket.status, saleStatus: ticket.sale_status },
-          });
-        }
-        const dateId = body.eventDateId ?? ticket.event_date_id;
-        if (!isUuid(dateId) || (body.ticketTypeId !== undefined && !isUuid(body.ticketTypeId))) {
-          throw new AppError('NOT_FOUND', 'Event date or ticket type not found');
-        }
-        const current = await tx.execute<{ name: string; seat_map_category_key: string | null; currency: string }[]>(
-          'select name, seat_map_category_key, currency from ticket_types where id = ?',
-          [ticket.ticket_type_id],
-        );
-        const targetFilter = body.ticketTypeId ? 'tt.id = ?' : 'tt.name = ?';
-        const targets = await tx.execute<ReassignTarget[]>(
-          `select tt.id as type_id, tt.name as type_name, d.id as event_date_id, d.event_id, tt.seat_map_category_key,
-                  tt.currency, d.starts_at, d.cancelled_at as date_cancelled_at
-             from ticket_types tt join event_dates d on d.id = tt.event_date_id
-            where d.id = ? and ${targetFilter} and tt.workspace_id = ? and tt.deleted_at is null and d.deleted_at is null
-            order by tt.sort_order, tt.id limit 1`,
-          [dateId, body.ticketTypeId ?? current[0]?.name ?? '', workspaceId],
-        );
-        const target = targets[0];
-        if (!target) {
-          throw new AppError(
-            body.ticketTypeId ? 'NOT_FOUND' : 'VALIDATION_FAILED',
-            body.ticketTypeId
-              ? 'Ticket type not found on that event date'
-              : `No ticket type named "${current[0]?.name ?? ''}" on that date; send ticketTypeId`,
-            body.ticketTypeId
-              ? {}
-              : { details: { fields: [{ field: 'ticketTypeId', message: 'required for this date' }] } },
-          );
-        }
-        if (target.event_id !== ticket.event_id) {
-          throw new AppError('CONFLICT', 'A ticket can only move to a date of its own event', {
-            details: { reason: 'other_event' },
-          });
-        }
-        if (target.date_cancelled_at || new Date(target.starts_at).getTime() <= Date.now()) {
-          throw new AppError('CONFLICT', 'The target date is cancelled or has already started', {
-            details: { reason: 'date_not_available' },
-          });
-        }
-        if (ticket.seat_label || target.seat_map_category_key || current[0]?.seat_map_category_key) {
-          throw new AppError('CONFLICT', 'Numbered (seated) tickets cannot be reassigned here', {
-            details: { reason: 'numbered_not_supported' },
-          });
-        }
-        if (target.currency !== current[0]?.currency) {
-          throw new AppError('CONFLICT', 'The target ticket type is sold in another currency', {
-            details: { reason: 'currency_mismatch' },
-          });
-        }
-        if (target.type_id === ticket.ticket_type_id && target.event_date_id === ticket.event_date_id) return;
-        const taken = await takeStock(tx, { saleId: ticket.sale_id, ticketTypeId: target.type_id, quantity: 1 });
-        if (!taken) {
-          throw new AppError('CONFLICT', 'The target ticket type is sold out', {
-            details: { reason: 'sold_out', ticketTypeId: target.type_id },
-          });
-        }
-        const returned = await returnUnits(tx, {
-          saleId: ticket.sale_id,
-          ticketTypeId: ticket.ticket_type_id,
-          quantity: 1,
-        });
-        if (returned !== 1)
-          throw new Error(`sale ${ticket.sale_id} holds no unit of ${ticket.ticket_type_id} to return`);
-        await tx.execute('update tickets set ticket_type_id = ?, event_date_id = ?, updated_at = now() where id = ?', [
-          target.type_id,
-          target.event_date_id,
-          ticket.id,
-        ]);
-      });
-      return { data: toTicketAccess(await requireTicket(request.em.fork(), code, workspaceId)) };
+      const ticketCode = request.params.ticketCode;
+      await requireTicket(request.em, ticketCode, workspaceId);
+      await reassignTicket(request.em.fork(), { workspaceId, ticketCode, to: request.body });
+      return { data: toTicketAccess(await requireTicket(request.em.fork(), ticketCode, workspaceId)) };
     },
   );
 
