@@ -26,6 +26,9 @@ if (file) {
       lagMax: ms(delay.max),
       elu: Math.round(elu * 1000) / 1000,
       rssMb: Math.round(process.memoryUsage.rss() / 1048576),
+      // This thread's V8 heap: tells which isolate (main or the workflow thread) the resident memory belongs to.
+      heapUsedMb: Math.round(process.memoryUsage().heapUsed / 1048576),
+      heapTotalMb: Math.round(process.memoryUsage().heapTotal / 1048576),
     };
     delay.reset();
     try {

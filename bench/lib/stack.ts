@@ -181,7 +181,17 @@ export async function startBenchStack(options: {
       startProcess({
         name,
         command: process.execPath,
-        args: ['--import', 'tsx', ...(withProbe ? ['--import', probe] : []), entry],
+        args: [
+          '--import',
+          'tsx',
+          ...(withProbe ? ['--import', probe] : []),
+          // BENCH_CPU_PROFILE_DIR=<dir>: V8 CPU profiles of the API and the worker (one per thread, in <dir>/<process>),
+          // written when they stop.
+          ...(withProbe && process.env.BENCH_CPU_PROFILE_DIR
+            ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROFILE_DIR, name)}`]
+            : []),
+          entry,
+        ],
         env: { ...env, ...extra, ...(withProbe ? { BENCH_PROBE_FILE: join(logDir, `${name}.probe.jsonl`) } : {}) },
         cwd: ROOT,
         logFile: join(logDir, `${name}.log`),
