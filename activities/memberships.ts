@@ -9,6 +9,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { membershipReferenceFromBytes, SALE_REFERENCE_RANDOM_BYTES } from '../domain/codes.js';
 import { formatMoney, isCurrencyCode } from '../domain/money.js';
+import { GATEWAY_A_OUTCOME } from '../domain/payment-verdict.js';
 import { newId } from '../entities/ids.js';
 import { Buyer, MembershipPayment, MembershipPlan, MembershipSubscription } from '../entities/index.js';
 import type { MembershipBenefits } from '../entities/membership-plan.js';
@@ -98,18 +99,6 @@ export interface MembershipMailInput {
  * seconds); after them the decline is recorded without the notice.
  */
 const DECLINE_NOTICE_TRIES = 4;
-
-const GATEWAY_A_OUTCOME: Record<string, MembershipVerdict['outcome']> = {
-  approved: 'approved',
-  authorized: 'pending',
-  pending: 'pending',
-  in_process: 'pending',
-  in_mediation: 'pending',
-  rejected: 'rejected',
-  cancelled: 'rejected',
-  refunded: 'refunded',
-  charged_back: 'refunded',
-};
 
 const verdictOf = (payment: GatewayAPayment): MembershipVerdict => ({
   outcome: GATEWAY_A_OUTCOME[payment.status] ?? 'unknown',

@@ -17,6 +17,7 @@ export interface PaymentVerdict {
   foreign: boolean;
 }
 
+/** What each gateway A payment status means; memberships read their payments the same way. */
 export const GATEWAY_A_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
   approved: 'approved',
   authorized: 'pending',
