@@ -20,7 +20,8 @@
  *   --ops <n>               operations per baseline (default 5000; quick 1500)
  *   --sweep C:N:A,…         sweep points (capacity:connections:attempts)
  *   --skip <phase,…>        any of confirm, baselines, storm, sweep, shedding
- *   --temporal <mode>       file (default, as scripts/test.ts runs it), wal or memory: dev-server persistence;
+ *   --temporal <mode>       file (default, as npm run dev and scripts/test.ts run it: SQLite with WAL), journal
+ *                           (the same file with SQLite's rollback journal) or memory: dev-server persistence;
  *                           server: the production Temporal server on PostgreSQL (scripts/support/temporal-server.ts)
  * Every phase is also time-boxed (no new request starts after its box; in-flight ones finish), so a full run stays
  * near 10 minutes however slow the stack is; the JSON records how many attempts fit in each box. Payments run on

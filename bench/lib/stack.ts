@@ -27,12 +27,13 @@ export const BENCH_TASK_QUEUE = 'ticketing-bench';
 export const EMPTY_TASK_QUEUE = 'bench-empty';
 
 /**
- * How the Temporal dev server persists: `file` is exactly what scripts/test.ts runs (SQLite file, default pragmas);
- * `wal` is the same file with journal_mode=WAL and synchronous=NORMAL; `memory` keeps everything in memory. The
- * dev server is the only Temporal on this machine; the modes show how much of the ceiling is its persistence.
+ * How Temporal persists: `file` is exactly what `npm run dev` and scripts/test.ts run (the dev server's SQLite file,
+ * write-ahead logging, scripts/support/temporal.ts); `journal` is the same file with SQLite's default rollback
+ * journal (what they ran before 2026-11-26); `memory` keeps everything in memory; `server` is the production Temporal
+ * server on PostgreSQL. The modes show how much of the ceiling is Temporal's persistence.
  */
-export type TemporalMode = 'file' | 'wal' | 'memory' | 'server';
-export const TEMPORAL_MODES: readonly TemporalMode[] = ['file', 'wal', 'memory', 'server'];
+export type TemporalMode = 'file' | 'journal' | 'memory' | 'server';
+export const TEMPORAL_MODES: readonly TemporalMode[] = ['file', 'journal', 'memory', 'server'];
 /** History shards of the production server in the bench: one per core is plenty on one box. */
 const BENCH_HISTORY_SHARDS = Number(process.env.BENCH_TEMPORAL_SHARDS ?? 4);
 
@@ -74,16 +75,7 @@ async function startTemporal(
     'default',
     '--log-level',
     'warn',
-    ...(mode === 'wal'
-      ? [
-          '--db-filename',
-          options.dbFile,
-          '--sqlite-pragma',
-          'journal_mode=wal',
-          '--sqlite-pragma',
-          'synchronous=normal',
-        ]
-      : []),
+    ...(mode === 'journal' ? ['--db-filename', options.dbFile] : []),
     ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
   ];
   const server = startProcess({ name: 'temporal', command: temporalBinary(), args, logFile: options.logFile });

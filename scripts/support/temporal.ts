@@ -36,6 +36,14 @@ export async function startTemporalDevServer(options: {
     String(options.uiPort),
     '--db-filename',
     options.dbFile,
+    // Write-ahead logging: with SQLite's default rollback journal every history write waits on a journal file and an
+    // fsync, and the dev server stalled the whole box at half the workflows per second (bench/results/
+    // quick-2026-11-26-*: 23 vs 54 empty workflows/s). A crashed server recovers from the WAL; losing the last writes
+    // on power loss (synchronous=normal) is acceptable for a development server, which production never runs.
+    '--sqlite-pragma',
+    'journal_mode=wal',
+    '--sqlite-pragma',
+    'synchronous=normal',
     '--namespace',
     'default',
     '--log-level',
