@@ -86,6 +86,9 @@ const testEnv: NodeJS.ProcessEnv = {
   // A starved 2-core machine must not shed requests of tests about something else; load-shedding.test.ts sets its own.
   LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
   LOAD_SHED_MAX_EVENT_LOOP_UTILIZATION: '0',
+  // Tests share one database: a global lapsed-hold sweep would close other tests' sales under them (the reconciler and
+  // metrics tests assert who closes one). Its tests run it scoped to their own workspace (test/integration/lapsed-holds).
+  LAPSED_HOLD_SWEEP_ENABLED: 'false',
 };
 
 const started: ManagedProcess[] = [];

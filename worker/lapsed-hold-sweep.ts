@@ -26,8 +26,10 @@ export function startLapsedHoldSweep(options: {
   logger: Logger;
   intervalMs: number;
   batchSize: number;
+  /** Sweep one workspace only (tests that share a database with others). */
+  workspaceId?: string;
 }): LapsedHoldSweep {
-  const { orm, logger, intervalMs, batchSize } = options;
+  const { orm, logger, intervalMs, batchSize, workspaceId } = options;
   let running: Promise<number> | null = null;
   let stopped = false;
 
@@ -37,7 +39,7 @@ export function startLapsedHoldSweep(options: {
         SWEEP_LOCK_KEY,
       ]);
       if (!lock?.taken) return null;
-      return releaseLapsedHolds(tx, batchSize);
+      return releaseLapsedHolds(tx, batchSize, { workspaceId });
     });
   }
 

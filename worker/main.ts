@@ -147,16 +147,13 @@ logger.info(
   'worker started',
 );
 await startWebhookDispatcher(temporal, env);
-const lapsedHoldSweep = startLapsedHoldSweep({
-  orm,
-  logger,
-  intervalMs: env.LAPSED_HOLD_SWEEP_MS,
-  batchSize: env.LAPSED_HOLD_SWEEP_BATCH,
-});
+const lapsedHoldSweep = env.LAPSED_HOLD_SWEEP_ENABLED
+  ? startLapsedHoldSweep({ orm, logger, intervalMs: env.LAPSED_HOLD_SWEEP_MS, batchSize: env.LAPSED_HOLD_SWEEP_BATCH })
+  : null;
 try {
   await runWorkers([worker, webhookWorker]);
 } finally {
-  await lapsedHoldSweep.stop();
+  await lapsedHoldSweep?.stop();
   await metricsServer?.close();
   await connection.close();
   await clientConnection.close();

@@ -138,7 +138,9 @@ describe('the deadline frees the stock before the checkout closes the sale', () 
     await startBankTransfer(late.token, late.order.saleId);
 
     await deadlinePassesBeforeItsTimer(late.order.saleId);
-    const swept = await api.orm.em.fork().transactional((tx) => releaseLapsedHolds(tx, 1000));
+    const swept = await api.orm.em
+      .fork()
+      .transactional((tx) => releaseLapsedHolds(tx, 1000, { workspaceId: organizer.workspaceId }));
     expect(swept.sales).toBeGreaterThanOrEqual(1);
     expect((await orderOf(late.token, late.order.saleId)).status).toBe('ABANDONED');
     expect(await available(event)).toBe(1);

@@ -163,7 +163,9 @@ describe('the lapsed-hold sweep', () => {
     });
     await lapse([lapsedA, both]);
 
-    const swept = await api.orm.em.fork().transactional((tx) => releaseLapsedHolds(tx, 100));
+    const swept = await api.orm.em
+      .fork()
+      .transactional((tx) => releaseLapsedHolds(tx, 100, { workspaceId: event.workspaceId }));
     expect(swept.sales).toBeGreaterThanOrEqual(2);
     expect((await statusOf(lapsedA)).status).toBe('ABANDONED');
     expect((await statusOf(both)).status).toBe('ABANDONED');
@@ -171,7 +173,9 @@ describe('the lapsed-hold sweep', () => {
     expect(await inventoryOf(api.orm.em.fork(), typeA)).toEqual({ available: 4, sold: 0, reserved: 1 });
     expect(await inventoryOf(api.orm.em.fork(), typeB)).toEqual({ available: 5, sold: 0, reserved: 0 });
 
-    const again = await api.orm.em.fork().transactional((tx) => releaseLapsedHolds(tx, 100));
+    const again = await api.orm.em
+      .fork()
+      .transactional((tx) => releaseLapsedHolds(tx, 100, { workspaceId: event.workspaceId }));
     expect(await inventoryOf(api.orm.em.fork(), typeA)).toEqual({ available: 4, sold: 0, reserved: 1 });
     expect(again.units).toBe(0);
   });
@@ -181,7 +185,7 @@ describe('the lapsed-hold sweep', () => {
     const type = event.typeIds[0]!;
     const lapsed = await hold(event, type, 2);
     await lapse([lapsed]);
-    await api.orm.em.fork().transactional((tx) => releaseLapsedHolds(tx, 100));
+    await api.orm.em.fork().transactional((tx) => releaseLapsedHolds(tx, 100, { workspaceId: event.workspaceId }));
     const [row] = await api.orm.em
       .fork()
       .execute<{ id: string }[]>(
@@ -213,7 +217,13 @@ describe('the lapsed-hold sweep', () => {
 
     const logger = pino({ level: 'silent' });
     const sweeps = [1, 2].map(() =>
-      startLapsedHoldSweep({ orm: api.orm, logger, intervalMs: 60_000, batchSize: 5000 }),
+      startLapsedHoldSweep({
+        orm: api.orm,
+        logger,
+        intervalMs: 60_000,
+        batchSize: 5000,
+        workspaceId: event.workspaceId,
+      }),
     );
     try {
       const closed = await Promise.all(sweeps.map((sweep) => sweep.sweepOnce()));

@@ -6,6 +6,7 @@
  * races these seconds-old sales.
  */
 import { randomUUID } from 'node:crypto';
+import { RECONCILER_FIXES_KEY } from '../../activities/reconciler.js';
 import { providerUrls } from '../../config/env.js';
 import { newId } from '../../entities/ids.js';
 import { GatewayAClient } from '../../integrations/gateway-a/client.js';
@@ -91,6 +92,8 @@ const availableStock = async (ticketTypeId: string): Promise<number> => {
   );
   return Number(row?.available ?? 0);
 };
+const fixesCounted = async (kind: string): Promise<number> =>
+  Number((await api.services.redis.hget(RECONCILER_FIXES_KEY, kind)) ?? 0);
 
 /** Waits until `at` plus the margin has passed, so the reconciler counts the item as overdue. */
 const pastMargin = async (at: string | null): Promise<void> => {
@@ -156,8 +159,13 @@ describe('the reconciler closes overdue reservations whose checkout is gone', ()
     expect(await availableStock(event.ticketTypeId)).toBe(3);
     const before = await saleRow(order.saleId);
     expect(before.status).toBe('PENDING');
+    await pastMargin(before.expires_at);
+    const fixedBefore = await fixesCounted('expired_pending_closed');
 
-    // The worker's lapsed-hold sweep closes it at its deadline, without its checkout (worker/lapsed-hold-sweep.ts).
+    const counts = await reconcile(organizer.workspaceId);
+
+    expect(counts).toEqual({ ...NOTHING_FIXED, expiredPendingClosed: 1 });
+    // Closed by the checkout's own compensation, which the reconciler started again.
     const closed = await eventually(
       () => saleRow(order.saleId),
       (sale) => sale.status !== 'PENDING',
@@ -166,9 +174,9 @@ describe('the reconciler closes overdue reservations whose checkout is gone', ()
     expect(closed.status).toBe('ABANDONED');
     expect(closed.closed_at).not.toBeNull();
     expect(await availableStock(event.ticketTypeId)).toBe(5);
-    await pastMargin(before.expires_at);
+    expect(await fixesCounted('expired_pending_closed')).toBeGreaterThanOrEqual(fixedBefore + 1);
 
-    // So the reconciler, whose margin is far longer, finds nothing left to fix.
+    // Nothing is left for the next run.
     expect(await reconcile(organizer.workspaceId)).toEqual(NOTHING_FIXED);
   }, 120_000);
 });
