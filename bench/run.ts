@@ -120,6 +120,9 @@ function parseArgs(argv: string[]) {
 
 // `npm run bench -- reports`: the reports benchmark (bench/reports.ts) instead of the flash sale.
 if (process.argv[2] === 'reports') await import('./reports.js').then(() => process.exit(process.exitCode ?? 0));
+// `npm run bench -- workflow-cpu`: CPU of the workflow code per replayed purchase (bench/workflow-cpu.ts).
+if (process.argv[2] === 'workflow-cpu')
+  await import('./workflow-cpu.js').then(() => process.exit(process.exitCode ?? 0));
 const args = parseArgs(process.argv.slice(2));
 const POOL_MAX = Number(process.env.BENCH_POOL_MAX ?? 20);
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/ticketing_bench_test';

@@ -8,11 +8,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { loadEnv } from '../config/env.js';
 import { temporalDataConverter } from '../config/payload-codec.js';
-import { WORKFLOW_INTERCEPTOR_MODULES, workerTracingOptions } from '../observability/temporal-tracing.js';
+import { workerTracingOptions } from '../observability/temporal-tracing.js';
+import { buildWorkflowBundleCode } from '../worker/workflow-bundle.js';
 
 const files = process.argv.slice(2);
 if (files.length === 0) {
@@ -22,10 +22,7 @@ if (files.length === 0) {
 const dataConverter = temporalDataConverter(loadEnv());
 // One bundle for every history (bundling is most of the cost of a replay), built as every worker builds it: with the
 // workflow interceptors (tracing, request ids) that production runs.
-const { code } = await bundleWorkflowCode({
-  workflowsPath: fileURLToPath(new URL('../workflows/index.ts', import.meta.url)),
-  workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
-});
+const code = await buildWorkflowBundleCode();
 let failed = 0;
 for (const file of files) {
   try {

@@ -4,18 +4,11 @@
  * long-lived worker, whose resident memory is what holds up under a flash sale.
  */
 import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { bundleWorkflowCode } from '@temporalio/worker';
-import { WORKFLOW_INTERCEPTOR_MODULES } from '../observability/temporal-tracing.js';
+import { buildWorkflowBundleCode } from './workflow-bundle.js';
 
 const target = process.argv[2];
 if (!target) {
   console.error('usage: build-workflow-bundle <output file>');
   process.exit(2);
 }
-const { code } = await bundleWorkflowCode({
-  workflowsPath: fileURLToPath(new URL('../workflows/index.ts', import.meta.url)),
-  // Traced or not, every worker runs the same workflow code: replay never depends on configuration.
-  workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
-});
-writeFileSync(target, code);
+writeFileSync(target, await buildWorkflowBundleCode());

@@ -81,3 +81,14 @@ test('the payment window timer carries its summary ("payment window ends")', asy
   // Every timer of the execution says what it waits for.
   expect(summaries).not.toContain(null);
 }, 60_000);
+
+test("the UI's stack trace of a waiting checkout still shows where in our code it waits", async () => {
+  const { saleId } = await reserveOne('stack');
+  const handle = api.services.temporal.workflow.getHandle(checkoutWorkflowId(saleId));
+  // What the UI's "Stack Trace" tab asks for; the worker records fewer frames per promise (worker/workflow-bundle.ts).
+  const trace = await eventually(
+    () => handle.query<string>('__stack_trace'),
+    (stack) => stack.includes('workflows/checkout.ts'),
+  );
+  expect(trace).toMatch(/workflows\/checkout\.ts:\d+:\d+/);
+}, 60_000);

@@ -1,0 +1,114 @@
+/**
+ * CPU of the workflow code itself: replays recorded purchase histories many times in one replay worker and reports
+ * CPU per replayed purchase, for the bundle as the worker builds it and for variants of it, alternating rounds so that
+ * whatever else the machine does falls on every variant alike. Replay runs the same activations a live worker runs
+ * (without the server round trips), so it isolates what the workflow thread spends per purchase.
+ *
+ *   npm run bench -- workflow-cpu [--rounds 4] [--replays 150]
+ *
+ * Results: bench/results/workflow-cpu-<date>.json.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { loadEnv } from '../config/env.js';
+import { temporalDataConverter } from '../config/payload-codec.js';
+import { workerTracingOptions } from '../observability/temporal-tracing.js';
+import { buildWorkflowBundleCode, WORKFLOW_STACK_TRACE_LIMIT } from '../worker/workflow-bundle.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const HISTORIES = join(ROOT, 'test', 'replay', 'histories');
+/** The happy paths the bench's flash sale drives: a card purchase, and a reservation that lapses unpaid. */
+const PURCHASES = ['checkout-card-approved-news-already-read.json', 'checkout-expired.json'];
+
+const { values } = parseArgs({
+  args: process.argv.slice(2).filter((arg) => arg !== 'workflow-cpu'),
+  options: {
+    rounds: { type: 'string', default: '4' },
+    replays: { type: 'string', default: '150' },
+    name: { type: 'string' },
+  },
+});
+const rounds = Number(values.rounds);
+const replaysPerRound = Number(values.replays);
+
+interface Variant {
+  name: string;
+  /** Frames the SDK's per-promise stack capture records; null keeps V8's default (10). */
+  stackTraceLimit: number | null;
+}
+const variants: Variant[] = [
+  { name: 'V8 default (10 frames per promise stack)', stackTraceLimit: null },
+  { name: `worker setting (${WORKFLOW_STACK_TRACE_LIMIT} frames)`, stackTraceLimit: WORKFLOW_STACK_TRACE_LIMIT },
+  { name: 'no promise stacks (0 frames)', stackTraceLimit: 0 },
+];
+
+Runtime.install({ logger: new DefaultLogger('WARN') });
+// As the worker runs them: the payload codec (histories are recorded encrypted) and the tracing sinks.
+const dataConverter = temporalDataConverter(loadEnv());
+const { sinks } = workerTracingOptions(null);
+const histories = PURCHASES.map((file) => JSON.parse(readFileSync(join(HISTORIES, file), 'utf8')) as unknown);
+
+function* replayInputs(count: number) {
+  for (let index = 0; index < count; index += 1) {
+    yield { workflowId: `checkout-bench-${index}`, history: histories[index % histories.length] };
+  }
+}
+
+async function replayRound(code: string, count: number): Promise<{ cpuMs: number; wallMs: number }> {
+  const cpuBefore = process.cpuUsage();
+  const startedAt = performance.now();
+  const failures: string[] = [];
+  for await (const result of Worker.runReplayHistories(
+    { workflowBundle: { code }, replayName: 'workflow-cpu', dataConverter, sinks },
+    replayInputs(count),
+  )) {
+    if (result.error) failures.push(String(result.error));
+  }
+  if (failures.length > 0) throw new Error(`${failures.length} replays failed, first: ${failures[0]}`);
+  const cpu = process.cpuUsage(cpuBefore);
+  return { cpuMs: (cpu.user + cpu.system) / 1000, wallMs: performance.now() - startedAt };
+}
+
+const bundles = new Map<string, string>();
+for (const variant of variants) bundles.set(variant.name, await buildWorkflowBundleCode(variant.stackTraceLimit));
+
+// Warm-up (JIT, bundle load) once per variant; not counted.
+for (const variant of variants) await replayRound(bundles.get(variant.name) ?? '', 20);
+
+const samples = new Map<string, number[]>(variants.map((variant) => [variant.name, []]));
+for (let round = 0; round < rounds; round += 1) {
+  const order = round % 2 === 0 ? variants : [...variants].reverse();
+  for (const variant of order) {
+    const { cpuMs } = await replayRound(bundles.get(variant.name) ?? '', replaysPerRound);
+    samples.get(variant.name)?.push(cpuMs / replaysPerRound);
+  }
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+};
+const baseline = median(samples.get(variants[0]?.name ?? '') ?? []);
+const results = variants.map((variant) => {
+  const perReplay = samples.get(variant.name) ?? [];
+  return {
+    variant: variant.name,
+    stackTraceLimit: variant.stackTraceLimit,
+    cpuMsPerReplayedWorkflow: Number(median(perReplay).toFixed(3)),
+    samples: perReplay.map((value) => Number(value.toFixed(3))),
+    ratioToDefault: Number((median(perReplay) / baseline).toFixed(3)),
+  };
+});
+console.table(results.map(({ samples: _samples, ...row }) => row));
+
+const resultsDir = join(ROOT, 'bench', 'results');
+mkdirSync(resultsDir, { recursive: true });
+const name = values.name ?? `workflow-cpu-${new Date().toISOString().slice(0, 10)}`;
+writeFileSync(
+  join(resultsDir, `${name}.json`),
+  `${JSON.stringify({ measuredAt: new Date().toISOString(), histories: PURCHASES, rounds, replaysPerRound, results }, null, 2)}\n`,
+);
+console.log(`results: bench/results/${name}.json`);
