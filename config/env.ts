@@ -28,6 +28,11 @@ const EnvSchema = z.object({
    * unbounded cache grows with every sale of the day; an evicted execution is rebuilt from its history on its next task.
    */
   WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(10).default(300),
+  /**
+   * A workflow bundle built beforehand (`tsx worker/build-workflow-bundle.ts <file>`, as an image build or the test
+   * run does once for all its workers and replays); unset, the worker builds its own at start.
+   */
+  WORKFLOW_BUNDLE_PATH: z.preprocess((value) => (value === '' ? undefined : value), z.string().optional()),
   /** Live keys look like `<prefix>_live_<secret>` (contract 5.1). */
   API_KEY_PREFIX: z
     .string()

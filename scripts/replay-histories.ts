@@ -19,10 +19,13 @@ if (files.length === 0) {
   console.error('usage: replay-histories.ts <history.json>…');
   process.exit(2);
 }
-const dataConverter = temporalDataConverter(loadEnv());
+const env = loadEnv();
+const dataConverter = temporalDataConverter(env);
 // One bundle for every history (bundling is most of the cost of a replay), built as every worker builds it: with the
-// workflow interceptors (tracing, request ids) that production runs.
-const code = await buildWorkflowBundleCode();
+// workflow interceptors (tracing, request ids) that production runs; or the one the workers run, when prebuilt.
+const code = env.WORKFLOW_BUNDLE_PATH
+  ? readFileSync(env.WORKFLOW_BUNDLE_PATH, 'utf8')
+  : await buildWorkflowBundleCode();
 let failed = 0;
 for (const file of files) {
   try {

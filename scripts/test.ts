@@ -15,6 +15,18 @@ import { freePorts, httpOk, type ManagedProcess, startProcess, waitFor } from '.
 import { startTemporalDevServer } from './support/temporal.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/**
+ * Fault files whose faults hit only processes of their own (each kills or restarts its own worker, API or Temporal
+ * server, on its own task queue) run side by side. The others run one at a time, alone: they restart the machine's
+ * PostgreSQL or Redis, or flip the shared sandbox's global fault switches (gateway down, notifications lost), which
+ * would hit every test running meanwhile.
+ */
+const SIDE_BY_SIDE_FAULTS = [
+  'test/faults/api-kill.test.ts',
+  'test/faults/worker-kill.test.ts',
+  'test/faults/temporal-restart.test.ts',
+  'test/faults/two-workers.test.ts',
+];
 const jestArgs = process.argv.slice(2);
 const focused = jestArgs.some((arg) => !arg.startsWith('-'));
 
@@ -119,6 +131,12 @@ try {
   await redis.flushdb();
   redis.disconnect();
 
+  // One workflow bundle for the run's workers (the fault stacks' too) and its replays: built once, not per process.
+  testEnv.WORKFLOW_BUNDLE_PATH = join(work, 'workflow-bundle.js');
+  const bundled = await run('tsx', ['worker/build-workflow-bundle.ts', testEnv.WORKFLOW_BUNDLE_PATH], testEnv);
+  if (bundled !== 0) throw new Error('building the workflow bundle failed');
+  process.env.WORKFLOW_BUNDLE_PATH = testEnv.WORKFLOW_BUNDLE_PATH;
+
   started.push(
     await startTemporalDevServer({
       port: temporalPort,
@@ -154,13 +172,38 @@ try {
     ...testEnv,
     NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --experimental-vm-modules --no-warnings`.trim(),
   };
-  // Fault injection restarts the machine's Postgres and Redis, so it runs alone, serially, after everything else:
-  // on a full run, or when asked for (`npm test -- test/faults`).
+  // Fault injection restarts the machine's Postgres and Redis, so it runs after everything else: on a full run, or
+  // when asked for (`npm test -- test/faults`, or some of its files).
   const faultsOnly = jestArgs.some((arg) => arg.includes('test/faults'));
   exitCode = faultsOnly ? 0 : await run('jest', ['--ci', ...jestArgs, '--testPathIgnorePatterns=test/faults'], jestEnv);
   if (exitCode === 0 && (!focused || faultsOnly)) {
-    console.log('» fault injection, serial (restarts the worker, API, Temporal, Redis and PostgreSQL)');
-    exitCode = await run('jest', ['--ci', '--runInBand', ...(faultsOnly ? jestArgs : ['test/faults'])], jestEnv);
+    const wholeFaultSuite = !focused || jestArgs.some((arg) => /^test\/faults\/?$/.test(arg));
+    if (wholeFaultSuite) {
+      console.log(
+        '» fault injection on private processes, side by side (kills and restarts their own worker, API, Temporal)',
+      );
+      exitCode = await run(
+        'jest',
+        ['--ci', `--maxWorkers=${SIDE_BY_SIDE_FAULTS.length}`, ...SIDE_BY_SIDE_FAULTS],
+        jestEnv,
+      );
+      if (exitCode === 0) {
+        console.log('» fault injection on shared services, one at a time (the sandbox, Redis and PostgreSQL)');
+        exitCode = await run(
+          'jest',
+          [
+            '--ci',
+            '--runInBand',
+            'test/faults',
+            ...SIDE_BY_SIDE_FAULTS.map((file) => `--testPathIgnorePatterns=${file}`),
+          ],
+          jestEnv,
+        );
+      }
+    } else {
+      console.log('» fault injection, one file at a time');
+      exitCode = await run('jest', ['--ci', '--runInBand', ...jestArgs], jestEnv);
+    }
   }
   if (exitCode === 0 && !focused) {
     console.log('» no execution of the whole run failed, was terminated or timed out');

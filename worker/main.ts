@@ -92,7 +92,9 @@ async function buildWorkflowBundle(): Promise<string> {
   }
 }
 
-const workflowCode = await buildWorkflowBundle();
+const workflowCode = env.WORKFLOW_BUNDLE_PATH
+  ? await readFile(env.WORKFLOW_BUNDLE_PATH, 'utf8')
+  : await buildWorkflowBundle();
 const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
 const worker = await Worker.create({
   connection,
