@@ -5,6 +5,7 @@
  * SIM_CASES and SIM_SEED widen or replay the exploration: `SIM_SEED=<seed> SIM_CASES=1 npm test -- test/simulation`.
  */
 import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -22,7 +23,12 @@ function simulate(): Promise<{ summary: Summary | null; stderr: string }> {
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', 'test/simulation/run-simulation.ts', '--cases', String(CASES)],
-      { cwd: ROOT, env: { ...process.env, NODE_OPTIONS: '' }, stdio: ['ignore', 'pipe', 'pipe'] },
+      {
+        cwd: ROOT,
+        // A failing case's histories are kept for diagnosis: a failure that depends on timing may not replay by seed.
+        env: { SIM_FAILURE_DIR: join(ROOT, '.dev', 'simulation-failures'), ...process.env, NODE_OPTIONS: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
     );
     let stdout = '';
     let stderr = '';
@@ -47,6 +53,7 @@ describe('checkout simulation: every approved payment ends as one CONFIRMED sale
     const failing = summary.failures.map(
       (failure) => `seed ${failure.seed}: ${failure.violations.join('; ')}\n  story: ${failure.story.join(' | ')}`,
     );
+    if (failing.length > 0) process.stdout.write('histories of the failing cases: .dev/simulation-failures/\n');
     expect(failing).toEqual([]);
     expect(summary.cases).toBe(CASES);
   }, 900_000);

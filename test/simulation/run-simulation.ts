@@ -10,12 +10,17 @@
  *   tsx test/simulation/run-simulation.ts [--cases N] [--seed S] [--concurrency C]
  *
  * Prints progress on stderr and one JSON summary line on stdout: { cases, seconds, failures: [{ seed, … }] }.
- * A failing case prints its seed: `--seed <seed> --cases 1` replays exactly that case.
+ * A failing case prints its seed: `--seed <seed> --cases 1` replays exactly that case; with SIM_FAILURE_DIR set, its
+ * executions' histories are written there too (a failure that depends on timing may not happen again).
  */
 
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type Client, WithStartWorkflowOperation } from '@temporalio/client';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { temporalBinary } from '../../scripts/support/temporal.js';
@@ -134,6 +139,17 @@ const ACTIONS: Action[] = [
 ];
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Where a failing case's histories are written (SIM_FAILURE_DIR): timing-dependent failures may not replay by seed. */
+const FAILURE_DIR = process.env.SIM_FAILURE_DIR ?? '';
+
+async function keepHistories(client: Client, workflowId: string, seed: number, runIds: Set<string>): Promise<void> {
+  mkdirSync(FAILURE_DIR, { recursive: true });
+  for (const runId of runIds) {
+    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    const json = historyToJSON(proto.temporal.api.history.v1.History.create(history));
+    writeFileSync(join(FAILURE_DIR, `seed-${seed}-${runId}.json`), json);
+  }
+}
 const ignore = () => undefined;
 
 interface CaseResult {
@@ -351,6 +367,7 @@ async function runCase(client: Client, seed: number): Promise<CaseResult> {
   }
   violations.push(...world.violations());
   worlds.delete(saleId);
+  if (violations.length > 0 && FAILURE_DIR) await keepHistories(client, workflowId, seed, runIds);
   return { seed, violations, story: world.log };
 }
 
