@@ -85,6 +85,20 @@ const DEADLINE_FREES_STOCK = 'checkout-deadline-frees-stock';
  * and the ticket email.
  */
 const NEWS_ALREADY_READ = 'checkout-news-already-read';
+/**
+ * Executions recorded before it asked the database whether a payment was ever opened when its own memory said none
+ * was. An open whose record committed in a workflow task that was then lost (a worker crash, a task timed out on a
+ * starved worker) left the execution sure that nobody could have paid: it skipped every ask of the gateway, the
+ * reconciler's included, and money paid on that open waited. They replay that way.
+ */
+const OPEN_KNOWN_FROM_DATABASE = 'checkout-open-known-from-database';
+/**
+ * Executions recorded before they finished what a lost workflow task had started for late money. A task that decided
+ * (and recorded) a refund, or confirmed the sale, can be lost before it completes (a worker crash, a task timed out
+ * on a starved worker); the retried task then found the payment "being given back", or the sale "already confirmed"
+ * by this very payment, and left the refund to nobody or the tickets unsent. They replay that way.
+ */
+const LATE_MONEY_AFTER_LOST_TASK = 'checkout-late-money-after-lost-task';
 
 /**
  * Short, idempotent database transactions run inside the workflow task (local activities): no task-queue round
@@ -441,7 +455,8 @@ class SaleCheckout {
    */
   private async pullFromGateway(): Promise<boolean> {
     this.checkRequested = false;
-    if (!this.gateway || !this.attemptOpened) {
+    const gateway = this.gateway !== null && this.attemptOpened ? this.gateway : await this.learnOpenedAttempt();
+    if (!gateway) {
       // No payment was ever opened: nobody can have paid this sale.
       this.nextPullAtMs = null;
       this.pullOwed = false;
@@ -449,7 +464,7 @@ class SaleCheckout {
     }
     let verdicts: PaymentVerdict[];
     try {
-      verdicts = await gateways.findSalePayments({ saleId: this.input.saleId, gateway: this.gateway });
+      verdicts = await gateways.findSalePayments({ saleId: this.input.saleId, gateway });
     } catch (error) {
       if (!isGiveUp(error)) throw error;
       this.owePull();
@@ -591,11 +606,20 @@ class SaleCheckout {
       this.emailTickets();
       return;
     }
-    if (late.outcome === 'payment_refunded') return;
+    if (late.outcome === 'payment_refunded') {
+      // Giving back is idempotent (the same attempt record, the same refund at the gateway): seeing it through costs
+      // a read when it is done, and returns the money when its task was lost.
+      if (!patched(LATE_MONEY_AFTER_LOST_TASK)) return;
+      if (seatsBooked) await seatMap.releaseBookedSeats({ saleId: this.input.saleId });
+      return this.giveBack(verdict, late.status === 'CANCELLED' ? 'late_cancelled' : 'late_no_stock');
+    }
     if (late.outcome === 'already_confirmed') {
       this.paidWith = late.paymentRef ?? this.paidWith;
       this.publish('CONFIRMED');
       if (verdict.providerPaymentId !== this.paidWith) await this.giveBack(verdict, 'second_charge');
+      // Confirmed by this very payment while this execution held the sale closed: by a lost task of its own. The
+      // email activity sends at most once per sale.
+      else if (patched(LATE_MONEY_AFTER_LOST_TASK)) this.emailTickets();
       return;
     }
     if (seatsBooked) await seatMap.releaseBookedSeats({ saleId: this.input.saleId });
@@ -822,6 +846,21 @@ class SaleCheckout {
       return unavailable('other_gateway_in_flight', `A payment is already in flight with ${this.gateway}`);
     }
     return rail.gateway;
+  }
+
+  /**
+   * The gateway of a payment the database records as opened for this sale while this execution does not know of it
+   * (its open was committed by a workflow task that was lost); the execution takes it as its own. Null: none.
+   */
+  private async learnOpenedAttempt(): Promise<Gateway | null> {
+    if (!patched(OPEN_KNOWN_FROM_DATABASE)) return null;
+    const snapshot = await db.readSaleSnapshot(this.input.saleId);
+    if (!snapshot?.attemptOpened || !snapshot.gateway) return null;
+    log.warn('a payment was opened by a workflow task this execution never saw; asking the gateway', {
+      saleId: this.input.saleId,
+    });
+    this.openAttempt(snapshot.gateway);
+    return snapshot.gateway;
   }
 
   /** From the first opened payment on, money may exist at the gateway: the pull schedule starts. */

@@ -85,14 +85,13 @@ const activities = {
     gatewayBOnly: false,
     eligibleForB: true,
   }),
-  buildPaymentConfiguration: async (input: { saleId: string }) => ({
-    gateway: 'GATEWAY_A' as const,
-    publicKey: 'simulated',
-    amount: 1,
-    currency: 'COP',
-    reference: worldOf(input.saleId).sale?.reference ?? '',
-    payerEmail: 'buyer@simulation.test',
-  }),
+  buildPaymentConfiguration: async (input: { saleId: string }) => {
+    await sleep(worldOf(input.saleId).openDelayMs());
+    return paymentConfiguration(input.saleId);
+  },
+  publicKey: 'simulated',
+  amount: 1,
+  currency: 'COP',
   chargeCard: async (input: { saleId: string; request: { cardToken: string } }) =>
     worldOf(input.saleId).chargeCard(input.request.cardToken),
   openPsePayment: async (input: { saleId: string }) => worldOf(input.saleId).openPsePayment(),
@@ -107,7 +106,18 @@ const activities = {
   emailTickets: async (saleId: string) => worldOf(saleId).emailTickets(),
 };
 
-const FAULTS: FaultRates = { gateway: 0.12, lostChargeAnswer: 0.08, database: 0.03, slowRefund: 0.3 };
+const FAULTS: FaultRates = { gateway: 0.12, lostChargeAnswer: 0.08, database: 0.03, slowRefund: 0.3, slowOpen: 0.15 };
+
+function paymentConfiguration(saleId: string) {
+  return {
+    gateway: 'GATEWAY_A' as const,
+    publicKey: 'simulated',
+    amount: 1,
+    currency: 'COP',
+    reference: worldOf(saleId).sale?.reference ?? '',
+    payerEmail: 'buyer@simulation.test',
+  };
+}
 
 type Action =
   | 'card'
@@ -121,7 +131,8 @@ type Action =
   | 'organizer_refund'
   | 'gateway_outage'
   | 'seats_lost'
-  | 'replay_last_notification';
+  | 'replay_last_notification'
+  | 'open_in_lost_task';
 const ACTIONS: Action[] = [
   'card',
   'open',
@@ -136,18 +147,41 @@ const ACTIONS: Action[] = [
   'gateway_outage',
   'seats_lost',
   'replay_last_notification',
+  'open_in_lost_task',
 ];
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Where a failing case's histories are written (SIM_FAILURE_DIR): timing-dependent failures may not replay by seed. */
 const FAILURE_DIR = process.env.SIM_FAILURE_DIR ?? '';
+/**
+ * SIM_KEEP_MARKER=<patch id>: the histories of runs that went through that versioned change are written to
+ * SIM_FAILURE_DIR too (one way to record a replay fixture of a path only a race reaches).
+ */
+const KEEP_MARKER = process.env.SIM_KEEP_MARKER ?? '';
 
-async function keepHistories(client: Client, workflowId: string, seed: number, runIds: Set<string>): Promise<void> {
-  mkdirSync(FAILURE_DIR, { recursive: true });
+/** The patch ids a history's markers carry (in each marker's `patch-data` payload). */
+function patchesOf(history: proto.temporal.api.history.v1.IHistory): string[] {
+  return (history.events ?? []).flatMap((event) => {
+    const data = event.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0]?.data;
+    if (!data) return [];
+    const { id } = JSON.parse(Buffer.from(data).toString('utf8')) as { id?: string };
+    return id ? [id] : [];
+  });
+}
+
+async function keepHistories(
+  client: Client,
+  workflowId: string,
+  seed: number,
+  runIds: Set<string>,
+  failed: boolean,
+): Promise<void> {
   for (const runId of runIds) {
     const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    if (!failed && !(KEEP_MARKER && patchesOf(history).includes(KEEP_MARKER))) continue;
     const json = historyToJSON(proto.temporal.api.history.v1.History.create(history));
-    writeFileSync(join(FAILURE_DIR, `seed-${seed}-${runId}.json`), json);
+    mkdirSync(FAILURE_DIR, { recursive: true });
+    writeFileSync(join(FAILURE_DIR, `seed-${seed}-${failed ? 'failed' : 'marker'}-${runId}.json`), json);
   }
 }
 const ignore = () => undefined;
@@ -228,6 +262,8 @@ async function runCase(client: Client, seed: number): Promise<CaseResult> {
   const settle = async (outcome: 'approved' | 'rejected', amountOff: number) => {
     const payment = world.pay(outcome, amountOff);
     if (!payment) return;
+    // Money for a closed sale: sometimes the task that decided its refund is lost right after recording it.
+    if (outcome === 'approved' && random() < 0.25) world.refundInLostTask();
     const delivery = random();
     if (delivery < 0.3) {
       world.note(`notification for ${payment.id} lost`);
@@ -314,6 +350,12 @@ async function runCase(client: Client, seed: number): Promise<CaseResult> {
       case 'replay_last_notification':
         if (lastNotification) await notify(lastNotification);
         break;
+      case 'open_in_lost_task':
+        // A buyer's open committed its record, then the workflow task that ran it was lost (a worker crash, a task
+        // timed out on a starved worker): the database knows of an opened payment, the execution does not. The bank
+        // may then pay on it, its notification lost.
+        world.openInLostTask();
+        break;
     }
   }
 
@@ -367,7 +409,9 @@ async function runCase(client: Client, seed: number): Promise<CaseResult> {
   }
   violations.push(...world.violations());
   worlds.delete(saleId);
-  if (violations.length > 0 && FAILURE_DIR) await keepHistories(client, workflowId, seed, runIds);
+  if (FAILURE_DIR && (violations.length > 0 || KEEP_MARKER)) {
+    await keepHistories(client, workflowId, seed, runIds, violations.length > 0);
+  }
   return { seed, violations, story: world.log };
 }
 

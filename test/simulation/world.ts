@@ -59,6 +59,11 @@ export interface FaultRates {
   database: number;
   /** Probability that a refund needs a few more calls before the gateway shows it refunded. */
   slowRefund: number;
+  /**
+   * Probability that preparing a payment (its configuration, a slow database) takes up to 0.9 s, as long as a whole
+   * payment window of the simulation: the buyer pays on a payment opened just before, or after, the deadline.
+   */
+  slowOpen: number;
 }
 
 export class World {
@@ -110,6 +115,29 @@ export class World {
     return payment;
   }
 
+  /** An open's record committed by a workflow task that was then lost: only the database knows of it. */
+  openInLostTask(): void {
+    if (!this.sale) return;
+    this.attemptKeys.add('opened:OPEN');
+    this.note('an open recorded by a lost workflow task');
+  }
+
+  /**
+   * A workflow task decided to give back late money, recorded the refund and was lost before it completed or asked
+   * the gateway: the database says the payment is being given back, and nobody is giving it back yet.
+   */
+  refundInLostTask(): void {
+    const sale = this.sale;
+    if (sale?.status !== 'ABANDONED' && sale?.status !== 'CANCELLED') return;
+    const payment = [...this.payments.values()].find(
+      (candidate) => candidate.status === 'approved' && candidate.id !== sale.paymentRef,
+    );
+    if (!payment || this.refundsRecorded.has(payment.id)) return;
+    this.refundsRecorded.add(payment.id);
+    this.attemptKeys.add(`late-refund:${payment.id}`);
+    this.note(`refund of ${payment.id} recorded by a lost workflow task`);
+  }
+
   /** The organizer's refund workflow gave the sale's money back (its own story, outside the checkout). */
   refundSaleOutside(): boolean {
     const sale = this.sale;
@@ -158,6 +186,14 @@ export class World {
   }
 
   // ------------------------------------------------------------------------------ activities
+
+  /** How long preparing a payment takes: usually nothing, sometimes long enough to cross the deadline. */
+  openDelayMs(): number {
+    if (this.random() >= this.faults.slowOpen) return 0;
+    const delayMs = Math.floor(this.random() * 900);
+    this.note(`slow open (${delayMs} ms)`);
+    return delayMs;
+  }
 
   reserveSale(saleId: string, request: ReserveRequest): ReserveResult {
     this.#databaseStep('reserve');
