@@ -11,4 +11,6 @@ if (!target) {
   console.error('usage: build-workflow-bundle <output file>');
   process.exit(2);
 }
-writeFileSync(target, await buildWorkflowBundleCode());
+// WORKFLOW_STACK_TRACE_LIMIT overrides the depth, for comparing depths in the flash-sale bench.
+const depth = process.env.WORKFLOW_STACK_TRACE_LIMIT;
+writeFileSync(target, await buildWorkflowBundleCode(depth ? Number(depth) : undefined));
