@@ -195,9 +195,9 @@ const EnvSchema = z.object({
   RECONCILER_ENABLED: z.stringbool().default(true),
   /** Seconds between reconciler runs; a run still going when the next is due makes that one skip. */
   RECONCILER_INTERVAL_SECONDS: z.coerce.number().int().min(10).default(60),
-  /** How often the worker closes reservations whose payment window passed and puts their stock back (worker/lapsed-hold-sweep.ts). */
   /** Whether this worker sweeps lapsed holds; the test stack turns it off so tests own who closes their sales. */
   LAPSED_HOLD_SWEEP_ENABLED: z.stringbool().default(true),
+  /** How often the worker closes reservations whose payment window passed and puts their stock back (worker/lapsed-hold-sweep.ts). */
   LAPSED_HOLD_SWEEP_MS: z.coerce.number().int().min(50).max(60_000).default(250),
   LAPSED_HOLD_SWEEP_BATCH: z.coerce.number().int().min(1).max(20_000).default(2000),
   // ---------------------------------------------------------------- settlements (workflows/settlement*.ts)
