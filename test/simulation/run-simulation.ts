@@ -158,6 +158,22 @@ const FAILURE_DIR = process.env.SIM_FAILURE_DIR ?? '';
  * SIM_FAILURE_DIR too (one way to record a replay fixture of a path only a race reaches).
  */
 const KEEP_MARKER = process.env.SIM_KEEP_MARKER ?? '';
+/**
+ * One case in four runs with short workflow tasks (2 s) and payment opens of up to 3 s: a local step then outlives a
+ * workflow-task heartbeat (80% of the timeout), as a database outage does against the default 10 s, and deadlines,
+ * news and other local steps arrive while it runs. Those cases run on the replaying worker, so a history whose local
+ * steps' markers could not be replayed in the order they were recorded fails a workflow task there.
+ * SIM_WORKFLOW_TASK_TIMEOUT_MS and SIM_SLOW_OPEN_MAX_MS set them for every case.
+ */
+const SHORT_TASKS = { workflowTaskTimeoutMs: 2_000, slowOpenMaxMs: 3_000 } as const;
+const NORMAL_TASKS = { workflowTaskTimeoutMs: 0, slowOpenMaxMs: 900 } as const;
+function taskTimingOf(seed: number): { workflowTaskTimeoutMs: number; slowOpenMaxMs: number } {
+  const chosen = seed % 4 === 3 ? SHORT_TASKS : NORMAL_TASKS;
+  return {
+    workflowTaskTimeoutMs: Number(process.env.SIM_WORKFLOW_TASK_TIMEOUT_MS ?? chosen.workflowTaskTimeoutMs),
+    slowOpenMaxMs: Number(process.env.SIM_SLOW_OPEN_MAX_MS ?? chosen.slowOpenMaxMs),
+  };
+}
 
 /** The patch ids a history's markers carry (in each marker's `patch-data` payload). */
 function patchesOf(history: proto.temporal.api.history.v1.IHistory): string[] {
@@ -197,7 +213,9 @@ async function runCase(client: Client, seed: number): Promise<CaseResult> {
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const gateway = random() < 0.6 ? 'GATEWAY_A' : 'GATEWAY_B';
   const seated = random() < 0.3;
-  const world = new World(seed, gateway, seated, random, FAULTS, 1 + Math.floor(random() * 2));
+  const timing = taskTimingOf(seed);
+  const runOptions = timing.workflowTaskTimeoutMs > 0 ? { workflowTaskTimeout: timing.workflowTaskTimeoutMs } : {};
+  const world = new World(seed, gateway, seated, random, FAULTS, 1 + Math.floor(random() * 2), timing.slowOpenMaxMs);
   const saleId = `00000000-0000-4000-8000-${String(seed).padStart(12, '0')}`;
   worlds.set(saleId, world);
   const workflowId = checkoutWorkflowId(saleId);
@@ -218,6 +236,7 @@ async function runCase(client: Client, seed: number): Promise<CaseResult> {
     taskQueue,
     args: [input],
     workflowIdConflictPolicy: 'FAIL',
+    ...runOptions,
   });
   const reserved = await client.workflow.executeUpdateWithStart(reserveUpdate, {
     startWorkflowOperation: start,
@@ -253,6 +272,7 @@ async function runCase(client: Client, seed: number): Promise<CaseResult> {
       workflowId,
       taskQueue,
       args: [{ ...input, resumeAfterClose: true }],
+      ...runOptions,
       signal: paymentNotificationSignal,
       signalArgs: [notification],
     });
@@ -368,6 +388,7 @@ async function runCase(client: Client, seed: number): Promise<CaseResult> {
     workflowId,
     taskQueue,
     args: [{ ...input, resumeAfterClose: true }],
+    ...runOptions,
     signal: checkPaymentSignal,
     signalArgs: [{ source: 'reconciler' }],
   });

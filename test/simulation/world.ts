@@ -87,6 +87,8 @@ export class World {
     readonly random: () => number,
     readonly faults: FaultRates,
     capacity: number,
+    /** The longest a slow open takes. */
+    private readonly slowOpenMaxMs = 900,
   ) {
     this.capacity = capacity;
     this.available = capacity;
@@ -190,7 +192,7 @@ export class World {
   /** How long preparing a payment takes: usually nothing, sometimes long enough to cross the deadline. */
   openDelayMs(): number {
     if (this.random() >= this.faults.slowOpen) return 0;
-    const delayMs = Math.floor(this.random() * 900);
+    const delayMs = Math.floor(this.random() * this.slowOpenMaxMs);
     this.note(`slow open (${delayMs} ms)`);
     return delayMs;
   }
