@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SaleStatus } from '../domain/sale-state.js';
 import { ANY_TENANT } from '../entities/common.js';
 import { newId } from '../entities/ids.js';
-import { EventDate, Sale, SaleItem, TicketType } from '../entities/index.js';
+import { Sale, SaleItem } from '../entities/index.js';
 import type { ISale } from '../entities/sale.js';
 import { releaseStock, takeStockInOrder } from '../entities/stock.js';
 import {
@@ -16,7 +16,7 @@ import {
 import { rejectUnfixableDatabaseErrors } from './db-errors.js';
 import type { ActivityDeps } from './deps.js';
 import { appendSaleEvent } from './outbox.js';
-import { Rejected, reject, reserveInTransaction } from './reservation.js';
+import { type OrderCatalog, Rejected, readOrderCatalog, reject, reserveInTransaction } from './reservation.js';
 import { isSeatRefusal, minutesUntil, seatMap, seatsOfSale } from './seats.js';
 import { issueTickets } from './tickets.js';
 
@@ -36,13 +36,13 @@ const NO_SEATS: PreparedSeats = { holdToken: null, created: false, eventKey: nul
  * The provider-side half of a numbered reservation, before the transaction: the queue turn (a public order never
  * holds seats without one), every seat checked against the hold token, or held with a token of the order's TTL.
  */
-async function prepareSeats(deps: ActivityDeps, saleId: string, request: ReserveRequest): Promise<PreparedSeats> {
-  const em = deps.orm.em.fork();
+async function prepareSeats(
+  deps: ActivityDeps,
+  saleId: string,
+  request: ReserveRequest,
+  { date, types }: OrderCatalog,
+): Promise<PreparedSeats> {
   const items = reserveItemsOf(request);
-  const date = await em.findOne(EventDate, { id: request.eventDateId }, ANY_TENANT);
-  const types = date
-    ? await em.find(TicketType, { id: { $in: items.map((item) => item.ticketTypeId) }, eventDate: date.id }, ANY_TENANT)
-    : [];
   const typeById = new Map(types.map((type) => [type.id, type]));
   // Unknown, foreign or closed dates are refused by the transaction's own checks, with their own codes.
   if (!date || items.some((item) => !typeById.has(item.ticketTypeId))) return NO_SEATS;
@@ -174,11 +174,12 @@ export function createCheckoutActivities(deps: ActivityDeps) {
       }
       let prepared = NO_SEATS;
       try {
-        prepared = await prepareSeats(deps, input.saleId, input.request);
+        const catalog = await readOrderCatalog(em, input.request);
+        prepared = await prepareSeats(deps, input.saleId, input.request, catalog);
         const request = { ...input.request, holdToken: prepared.holdToken ?? input.request.holdToken };
         // Data the database refuses (a NUL byte…) fails the same way on every retry: answer at once instead.
         const sale = await rejectUnfixableDatabaseErrors(() =>
-          em.transactional((tx) => reserveInTransaction(tx, input.saleId, request, new Date())),
+          em.transactional((tx) => reserveInTransaction(tx, input.saleId, request, new Date(), catalog)),
         );
         if (!prepared.eventKey || !prepared.holdToken) return toReserved(sale);
         const port = seatMap(deps);

@@ -70,10 +70,27 @@ async function newReference(em: EntityManager): Promise<string> {
   throw new Error('could not draw a free sale reference');
 }
 
+/**
+ * The order's date and the ticket types it names for that date, read once per reservation: the seat-map step before
+ * the transaction and the transaction's own checks share it (a null date or a missing type is refused by readOrder).
+ */
+export interface OrderCatalog {
+  date: IEventDate | null;
+  types: ITicketType[];
+}
+
+export async function readOrderCatalog(em: EntityManager, request: ReserveRequest): Promise<OrderCatalog> {
+  const date = await em.findOne(EventDate, { id: request.eventDateId }, ANY_TENANT);
+  if (!date) return { date: null, types: [] };
+  const ids = reserveItemsOf(request).map((item) => item.ticketTypeId);
+  const types = await em.find(TicketType, { id: { $in: ids }, eventDate: date.id }, ANY_TENANT);
+  return { date, types };
+}
+
 /** The order's date and ticket types exist (for this workspace), each type once, all in one currency. */
-async function readOrder(tx: EntityManager, request: ReserveRequest): Promise<Order> {
+async function readOrder(tx: EntityManager, request: ReserveRequest, catalog: OrderCatalog): Promise<Order> {
   const items = reserveItemsOf(request);
-  const date = await tx.findOne(EventDate, { id: request.eventDateId }, ANY_TENANT);
+  const { date } = catalog;
   if (!date || (request.pinnedWorkspaceId && date.workspace !== request.pinnedWorkspaceId)) {
     return reject('NOT_FOUND', 'not_found', 'Event date not found');
   }
@@ -84,11 +101,7 @@ async function readOrder(tx: EntityManager, request: ReserveRequest): Promise<Or
     // A code's amount is a per-order rule (domain/pricing.ts rule 10); only one-item orders carry one.
     reject('VALIDATION_FAILED', 'discount_single_item', 'Discount codes apply to one-item orders only');
   }
-  const found = await tx.find(
-    TicketType,
-    { id: { $in: items.map((item) => item.ticketTypeId) }, eventDate: date.id },
-    ANY_TENANT,
-  );
+  const found = catalog.types;
   const typeById = new Map(found.map((type) => [type.id, type]));
   const lines = items.map((item) => {
     const type = typeById.get(item.ticketTypeId);
@@ -390,8 +403,9 @@ export async function reserveInTransaction(
   saleId: string,
   request: ReserveRequest,
   now: Date,
+  catalog?: OrderCatalog,
 ): Promise<ISale> {
-  const order = await readOrder(tx, request);
+  const order = await readOrder(tx, request, catalog ?? (await readOrderCatalog(tx, request)));
   assertOnSale(order, now);
   const membership = await buyerMembership(tx, order, request, now);
   if (!request.confirmImmediately) assertOpenToThisBuyer(order, request, membership, now);
