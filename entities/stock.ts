@@ -31,6 +31,18 @@ export interface ShardTake {
 }
 
 /**
+ * Whether one stock row has `quantity` units, as committed now (no lock). Asked in a separate statement: folding it
+ * into the skip-locked UPDATE (as a CTE) made concurrent takers deadlock in the bench.
+ */
+async function someShardHasEnough(em: EntityManager, ticketTypeId: string, quantity: number): Promise<boolean> {
+  const rows = await em.execute<{ found: boolean }[]>(
+    'select exists (select 1 from ticket_stock where ticket_type_id = ? and available >= ?) as found',
+    [ticketTypeId, quantity],
+  );
+  return rows[0]?.found === true;
+}
+
+/**
  * Takes `quantity` units of a ticket type for a sale and records them as the sale's allocation. Returns null when
  * fewer units are left (sold out).
  *
@@ -38,7 +50,9 @@ export interface ShardTake {
  * 2. When every such shard is busy (more buyers than shards), wait on one random shard that has enough, at most
  *    twice: the UPDATE re-checks `available` on the row it waited for, so a shard drained meanwhile yields nothing
  *    and the next try picks another (a failed wait releases its row, see below). Waiting on one row keeps buyers
- *    spread over the shards; locking them all here queued every buyer behind one.
+ *    spread over the shards; locking them all here queued every buyer behind one. When no single shard has enough,
+ *    there is nothing to wait for (in a sold-out storm, every refused buyer would wait twice for nothing): step 3
+ *    decides at once.
  * 3. When no single shard has enough (the last units are spread), lock all shards in a fixed order and take across.
  */
 export async function takeStock(
@@ -64,6 +78,7 @@ export async function takeStock(
       takes = [{ shard: taken[0].shard, quantity: input.quantity }];
       break;
     }
+    if (!wait && !(await someShardHasEnough(em, input.ticketTypeId, input.quantity))) break;
   }
   if (takes === null) {
     const shards = await em.execute<{ shard: number; available: number }[]>(

@@ -4,6 +4,8 @@
  * interleaving, the units taken are exactly the units that left stock, no take fails other than "sold out", and the
  * last unit is sold.
  */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { STOCK_SHARDS } from '../../entities/stock.js';
 import { createEventFixture, daysFromNow, holdStock, inventoryOf } from '../support/catalog-fixtures.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
@@ -70,5 +72,49 @@ describe('takeStock with more buyers than stock rows', () => {
         ids.ticketTypeId,
       ]);
     expect(rows.every((row) => row.available >= 0)).toBe(true);
+  });
+});
+
+/** The statements the stock step sends through `execute`, recorded on the way to the real transaction. */
+function recordingStatements(statements: string[]) {
+  return (tx: EntityManager): EntityManager =>
+    new Proxy(tx, {
+      get(target, name, receiver) {
+        if (name === 'execute') {
+          return (sql: string, params?: unknown[]) => {
+            statements.push(sql.trim().split(/\s+/).slice(0, 3).join(' '));
+            return target.execute(sql, params);
+          };
+        }
+        const value: unknown = Reflect.get(target, name, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+}
+
+describe('takeStock when no single stock row has enough', () => {
+  test('nobody waits on a row: the last units spread over rows are taken across them, and a refusal is immediate', async () => {
+    const created = await createEventFixture(api.orm.em.fork(), {
+      dates: [{ startsAt: daysFromNow(10), types: [{ price: 10_000, capacity: STOCK_SHARDS }] }],
+    });
+    const ids = {
+      workspaceId: created.workspaceId,
+      eventId: created.eventId,
+      eventDateId: created.dates[0]!.id,
+      ticketTypeId: created.dates[0]!.typeIds[0]!,
+    };
+    // One unit per row: an order of three finds no row with three.
+    const spreadTake: string[] = [];
+    await holdStock(api.orm.em, { ...ids, quantity: 3, status: 'PENDING' }, recordingStatements(spreadTake));
+    expect(spreadTake.filter((statement) => statement.startsWith('savepoint'))).toEqual([]);
+    expect(spreadTake).toContain('select shard, available');
+    expect(await inventoryOf(api.orm.em.fork(), ids.ticketTypeId)).toEqual({ available: 5, sold: 0, reserved: 3 });
+
+    const refused: string[] = [];
+    await expect(
+      holdStock(api.orm.em, { ...ids, quantity: 6, status: 'PENDING' }, recordingStatements(refused)),
+    ).rejects.toThrow(SOLD_OUT);
+    expect(refused.filter((statement) => statement.startsWith('savepoint'))).toEqual([]);
+    expect(await inventoryOf(api.orm.em.fork(), ids.ticketTypeId)).toEqual({ available: 5, sold: 0, reserved: 3 });
   });
 });

@@ -172,6 +172,8 @@ export async function holdStock(
     quantity: number;
     status: Extract<SaleStatus, 'PENDING' | 'CONFIRMED'>;
   },
+  /** Wraps the transaction the stock step runs in (a test observing its statements). */
+  stockStepEm: (tx: EntityManager) => EntityManager = (tx) => tx,
 ): Promise<string> {
   return em.fork().transactional(async (tx) => {
     const sale = tx.create(Sale, {
@@ -194,7 +196,11 @@ export async function holdStock(
       confirmedAt: input.status === 'CONFIRMED' ? new Date() : null,
     });
     await tx.flush();
-    const taken = await takeStock(tx, { saleId: sale.id, ticketTypeId: input.ticketTypeId, quantity: input.quantity });
+    const taken = await takeStock(stockStepEm(tx), {
+      saleId: sale.id,
+      ticketTypeId: input.ticketTypeId,
+      quantity: input.quantity,
+    });
     if (!taken) throw new Error(`only fewer than ${input.quantity} units of ${input.ticketTypeId} are left`);
     return sale.id;
   });
