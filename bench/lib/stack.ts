@@ -174,6 +174,9 @@ export async function startBenchStack(options: {
         name,
         command: process.execPath,
         args: [
+          // BENCH_NODE_FLAGS_<PROCESS>=<flags>: V8/Node flags for one process (e.g. heap limits), to compare settings.
+          ...(process.env[`BENCH_NODE_FLAGS_${name.toUpperCase().replace(/-/g, '_')}`]?.split(/\s+/).filter(Boolean) ??
+            []),
           '--import',
           'tsx',
           ...(withProbe ? ['--import', probe] : []),
