@@ -1,10 +1,13 @@
 import { createHash } from 'node:crypto';
+import type { EntityData } from '@mikro-orm/core';
 import { ApplicationFailure } from '@temporalio/activity';
 import { saleGateway, workspaceGateway } from '../domain/gateways.js';
 import { isCurrencyCode, toMajorUnits } from '../domain/money.js';
 import { gatewayAVerdict, type PaymentVerdict, type SaleMoney } from '../domain/payment-verdict.js';
-import { ANY_TENANT } from '../entities/common.js';
+import type { IEvent } from '../entities/event.js';
 import { Event, Sale, Workspace } from '../entities/index.js';
+import type { ISale } from '../entities/sale.js';
+import type { IWorkspace } from '../entities/workspace.js';
 import { fromGatewayBAmount, isGatewayBCurrency } from '../integrations/gateway-b/amounts.js';
 import { gatewayBButton } from '../integrations/gateway-b/button.js';
 import type {
@@ -18,8 +21,6 @@ import type { ActivityDeps } from './deps.js';
 import type { GatewayBTransaction } from './ports.js';
 
 export type { PaymentVerdict } from '../domain/payment-verdict.js';
-
-const INCLUDING_DELETED = { filters: { tenant: false, notDeleted: false } } as const;
 
 const GATEWAY_B_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
   APPROVED: 'approved',
@@ -67,11 +68,25 @@ export function createPaymentActivities(deps: ActivityDeps) {
   /** The storefront's hosted payment page of an order (api/routes/public/order-payment-page.ts). */
   const paymentPageFor = (saleId: string) => `${origin}/api/public/orders/${saleId}/pay`;
 
+  /**
+   * The sale with its event (deleted or not) and workspace, in one round trip: every payment step reads all three,
+   * and a card purchase makes four such steps.
+   */
   async function loadSale(saleId: string) {
     const em = deps.orm.em.fork();
-    const sale = await em.findOneOrFail(Sale, { id: saleId }, ANY_TENANT);
-    const event = await em.findOneOrFail(Event, { id: sale.event }, INCLUDING_DELETED);
-    const workspace = await em.findOneOrFail(Workspace, { id: sale.workspace });
+    const rows = await em.execute<
+      { sale: EntityData<ISale>; event: EntityData<IEvent>; workspace: EntityData<IWorkspace> }[]
+    >(
+      `select row_to_json(s) as sale, row_to_json(e) as event, row_to_json(w) as workspace
+         from sales s join events e on e.id = s.event_id join workspaces w on w.id = s.workspace_id
+        where s.id = ?`,
+      [saleId],
+    );
+    const row = rows[0];
+    if (!row) throw new Error(`sale ${saleId} not found`);
+    const sale = em.map(Sale, row.sale);
+    const event = em.map(Event, row.event);
+    const workspace = em.map(Workspace, row.workspace);
     if (!isCurrencyCode(sale.currency)) throw ApplicationFailure.nonRetryable(`unsupported currency ${sale.currency}`);
     return { sale, event, workspace, currency: sale.currency };
   }
