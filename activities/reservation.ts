@@ -4,6 +4,7 @@
  * breaks several rules, the first refusal in this order is the one the buyer sees.
  */
 import { randomBytes } from 'node:crypto';
+import type { EntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { SALE_REFERENCE_RANDOM_BYTES, saleReferenceFromBytes } from '../domain/codes.js';
 import {
@@ -30,8 +31,6 @@ import {
 } from '../workflows/definitions.js';
 import { appendSaleEvent } from './outbox.js';
 import { issueTickets } from './tickets.js';
-
-const INCLUDING_DELETED = { filters: { tenant: false, notDeleted: false } } as const;
 
 /** A refusal of the order: thrown out of the transaction (rolling it back) and answered to the workflow as is. */
 export class Rejected extends Error {
@@ -116,9 +115,20 @@ async function readOrder(tx: EntityManager, request: ReserveRequest, catalog: Or
   if (lines.some((line) => line.type.currency !== currency)) {
     reject('MIXED_CURRENCY', 'mixed_currency', 'All tickets of one order must be sold in the same currency');
   }
-  const event = await tx.findOneOrFail(Event, { id: date.event }, INCLUDING_DELETED);
-  const workspace = await tx.findOneOrFail(Workspace, { id: date.workspace });
+  const { event, workspace } = await readEventAndWorkspace(tx, date);
   return { date, event, workspace, lines, currency };
+}
+
+/** The date's event (deleted or not: the on-sale rule says why it is refused) and workspace, in one round trip. */
+async function readEventAndWorkspace(tx: EntityManager, date: IEventDate): Promise<Pick<Order, 'event' | 'workspace'>> {
+  const rows = await tx.execute<{ event: EntityData<IEvent> | null; workspace: EntityData<IWorkspace> | null }[]>(
+    `select (select row_to_json(e) from events e where e.id = ?) as event,
+            (select row_to_json(w) from workspaces w where w.id = ?) as workspace`,
+    [date.event, date.workspace],
+  );
+  const row = rows[0];
+  if (!row?.event || !row.workspace) throw new Error(`the event or workspace of date ${date.id} is missing`);
+  return { event: tx.map(Event, row.event), workspace: tx.map(Workspace, row.workspace) };
 }
 
 /** The event is published and sold here, and the date has not started. */
