@@ -58,6 +58,27 @@ describe('reservation rules of contract 4.2', () => {
     expect(closed.json().error).toMatchObject({ code: 'SALE_CLOSED', details: { reason: 'sales_window_closed' } });
   });
 
+  test('an event deleted after publication is not on sale (NOT_AVAILABLE), and one sold elsewhere is EXTERNAL_SALE', async () => {
+    const deleted = await publishEvent(api, organizer);
+    await api.orm.em.fork().execute('update events set deleted_at = now() where id = ?', [deleted.eventId]);
+    const token = await signInBuyer(api, email('deleted'));
+    const refused = await reserveOrder(api, token, orderBody(deleted));
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json().error).toMatchObject({ code: 'NOT_AVAILABLE', details: { reason: 'not_published' } });
+    const elsewhere = await publishEvent(api, organizer);
+    await api.orm.em
+      .fork()
+      .execute("update events set sales_mode = 'EXTERNAL', external_sales_url = ? where id = ?", [
+        'https://tickets.example.test/show',
+        elsewhere.eventId,
+      ]);
+    const external = await reserveOrder(api, token, orderBody(elsewhere));
+    expect(external.json().error).toMatchObject({
+      code: 'EXTERNAL_SALE',
+      details: { reason: 'external_sale', url: 'https://tickets.example.test/show' },
+    });
+  });
+
   test('members-only tickets need an active membership with that benefit (MEMBERS_ONLY otherwise)', async () => {
     const event = await publishEvent(api, organizer, { ticketType: { membersOnly: true } });
     const token = await signInBuyer(api, email('member'));
