@@ -324,8 +324,9 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
           )
         : false;
       let outcome: SessionOrderOutcome = { ordered: false };
+      let sale: Awaited<ReturnType<typeof reserveThroughCheckout>>;
       try {
-        const sale = await reserveThroughCheckout(
+        sale = await reserveThroughCheckout(
           services,
           {
             origin: 'CUSTOMER',
@@ -356,10 +357,11 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
         // Seated or not, the session that created the order stays valid for its payment (contract 4.3); only a
         // seated order takes the session's hold token.
         outcome = { ordered: true, holdTokenUsed: seats !== null, orderExpiresAtMs: sale.expiresAtMs };
-        return reply.status(201).send({ data: toCreateResult(sale) });
       } finally {
+        // Before the answer: a buyer reading the session right after the 201 finds it ORDERED, not still ACTIVE.
         await claim?.finish(outcome);
       }
+      return reply.status(201).send({ data: toCreateResult(sale) });
     },
   );
 
