@@ -413,9 +413,9 @@ export async function reserveInTransaction(
   saleId: string,
   request: ReserveRequest,
   now: Date,
-  catalog?: OrderCatalog,
+  catalog: OrderCatalog,
 ): Promise<ISale> {
-  const order = await readOrder(tx, request, catalog ?? (await readOrderCatalog(tx, request)));
+  const order = await readOrder(tx, request, catalog);
   assertOnSale(order, now);
   const membership = await buyerMembership(tx, order, request, now);
   if (!request.confirmImmediately) assertOpenToThisBuyer(order, request, membership, now);
