@@ -20,7 +20,7 @@ import { newId } from '../entities/ids.js';
 import { Discount, Event, EventDate, Sale, SaleItem, TicketType, Workspace } from '../entities/index.js';
 import { activeMembership } from '../entities/membership-queries.js';
 import type { ISale } from '../entities/sale.js';
-import { takeStockInOrder } from '../entities/stock.js';
+import { firstSoldOutType, takeStockInOrder } from '../entities/stock.js';
 import type { ITicketType } from '../entities/ticket-type.js';
 import type { IWorkspace } from '../entities/workspace.js';
 import {
@@ -407,14 +407,17 @@ async function takeOrderStock(tx: EntityManager, saleId: string, { lines }: Orde
   }
 }
 
-/** Every rule of contract 4.2 (and 4.18 for each item) checked under the same transaction that takes the stock. */
-export async function reserveInTransaction(
+/**
+ * Every rule of contract 4.2 that comes before the stock, in order, then the priced sale written (PENDING, or
+ * CONFIRMED when free or sold by the organizer) with its code use spent: all a reservation does but take the stock.
+ */
+async function writeCheckedSale(
   tx: EntityManager,
   saleId: string,
   request: ReserveRequest,
   now: Date,
   catalog: OrderCatalog,
-): Promise<ISale> {
+): Promise<{ sale: ISale; order: Order }> {
   const order = await readOrder(tx, request, catalog);
   assertOnSale(order, now);
   const membership = await buyerMembership(tx, order, request, now);
@@ -427,10 +430,57 @@ export async function reserveInTransaction(
   const price = priceOrder(order, request, discount, membership);
   const discountId = await spendCodeUse(tx, discount, price);
   const sale = await writeSale(tx, saleId, order, request, price, discountId, now);
+  return { sale, order };
+}
+
+/** Every rule of contract 4.2 (and 4.18 for each item) checked under the same transaction that takes the stock. */
+export async function reserveInTransaction(
+  tx: EntityManager,
+  saleId: string,
+  request: ReserveRequest,
+  now: Date,
+  catalog: OrderCatalog,
+): Promise<ISale> {
+  const { sale, order } = await writeCheckedSale(tx, saleId, request, now, catalog);
   await takeOrderStock(tx, sale.id, order);
   if (sale.status === 'CONFIRMED') {
     await issueTickets(tx, sale.id);
     await appendSaleEvent(tx, 'sale.confirmed', sale.id);
   }
   return sale;
+}
+
+/** Thrown to roll back a transaction that was only run to learn its answer. */
+class DryRun extends Error {}
+
+/**
+ * Whether the reservation would refuse the order as sold out now, keeping nothing: every rule 4.2 ranks before the
+ * stock runs as in reserveInTransaction, sale write included (so a refusal ranked first, data the database refuses
+ * among them, is not answered as sold_out), in a transaction that is always rolled back. The stock is then read as
+ * committed, without locking a row: a type short of units, none of them held by a reservation whose deadline has
+ * passed (which the reservation would take back), is sold out. The answer is the one a reservation committed at this
+ * instant would give; null when the order would be accepted or refused otherwise (the checkout answers those).
+ */
+export async function soldOutWithoutCommit(
+  em: EntityManager,
+  request: ReserveRequest,
+): Promise<ReserveRejection | null> {
+  const catalog = await readOrderCatalog(em, request);
+  try {
+    await em.transactional(async (tx) => {
+      const { order } = await writeCheckedSale(tx, newId(), request, new Date(), catalog);
+      const short = await firstSoldOutType(
+        tx,
+        order.lines.map(({ item, type }) => ({ ticketTypeId: type.id, quantity: item.quantity })),
+      );
+      if (short)
+        reject('ORDER_REJECTED', 'sold_out', 'Not enough tickets of this type are left', { ticketTypeId: short });
+      throw new DryRun();
+    });
+  } catch (error) {
+    if (error instanceof Rejected && error.rejection.reason === 'sold_out') return error.rejection;
+    if (error instanceof Rejected || error instanceof DryRun) return null;
+    throw error;
+  }
+  return null;
 }

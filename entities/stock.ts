@@ -157,6 +157,30 @@ export async function takeStockInOrder(
 }
 
 /**
+ * The first ticket type, in takeStockInOrder's order, that it would find sold out now, read as committed and without
+ * locking a row: fewer units on sale than asked, and none held by a reservation whose deadline has passed (the stock
+ * step would take those back). Null when every type has enough, or may have once lapsed holds are taken back.
+ */
+export async function firstSoldOutType(em: EntityManager, items: readonly StockRequest[]): Promise<string | null> {
+  const units = new Map<string, number>();
+  for (const item of items) units.set(item.ticketTypeId, (units.get(item.ticketTypeId) ?? 0) + item.quantity);
+  if (units.size === 0) return null;
+  const rows = await em.execute<{ ticket_type_id: string; available: string; lapsed: boolean }[]>(
+    `select t.ticket_type_id, sum(t.available) as available,
+            exists (select 1 from sale_stock_allocations a join sales s on s.id = a.sale_id
+                     where a.ticket_type_id = t.ticket_type_id and s.status = 'PENDING' and s.expires_at <= now()) as lapsed
+       from ticket_stock t where t.ticket_type_id in (?) group by t.ticket_type_id`,
+    [[...units.keys()]],
+  );
+  const stock = new Map(rows.map((row) => [row.ticket_type_id, row]));
+  for (const ticketTypeId of [...units.keys()].sort()) {
+    const row = stock.get(ticketTypeId);
+    if (!row || (Number(row.available) < (units.get(ticketTypeId) ?? 0) && !row.lapsed)) return ticketTypeId;
+  }
+  return null;
+}
+
+/**
  * Returns every unit a sale holds to stock and forgets the allocation, in one statement. Running it again returns
  * nothing more (the allocation rows are gone), which is what makes release, expiry, cancel and refund idempotent.
  * Returns the number of units returned.
@@ -290,17 +314,27 @@ export interface StockLevels {
   reserved: number;
 }
 
+/**
+ * Units left to sell per ticket type, as committed now (no lock): Σ of its stock shards, which the stock invariant
+ * keeps equal to capacity − sold − reserved. A type without stock rows is absent (it has nothing to sell).
+ */
+export async function availableUnits(em: EntityManager, ticketTypeIds: string[]): Promise<Map<string, number>> {
+  if (ticketTypeIds.length === 0) return new Map();
+  // `in (?)` with an array expands to a quoted list; `= any(?)` would not (MikroORM inlines array parameters).
+  const rows = await em.execute<{ ticket_type_id: string; available: string }[]>(
+    'select ticket_type_id, sum(available) as available from ticket_stock where ticket_type_id in (?) group by ticket_type_id',
+    [ticketTypeIds],
+  );
+  return new Map(rows.map((row) => [row.ticket_type_id, Math.max(0, Number(row.available))]));
+}
+
 /** available = Σ shards; sold/reserved = units held by CONFIRMED / PENDING sales. */
 export async function stockLevels(em: EntityManager, ticketTypeIds: string[]): Promise<Map<string, StockLevels>> {
   const levels = new Map<string, StockLevels>(ticketTypeIds.map((id) => [id, { available: 0, sold: 0, reserved: 0 }]));
   if (ticketTypeIds.length === 0) return levels;
-  const available = await em.execute<{ ticket_type_id: string; available: string }[]>(
-    'select ticket_type_id, sum(available) as available from ticket_stock where ticket_type_id in (?) group by ticket_type_id',
-    [ticketTypeIds],
-  );
-  for (const row of available) {
-    const entry = levels.get(row.ticket_type_id);
-    if (entry) entry.available = Number(row.available);
+  for (const [ticketTypeId, available] of await availableUnits(em, ticketTypeIds)) {
+    const entry = levels.get(ticketTypeId);
+    if (entry) entry.available = available;
   }
   const held = await em.execute<{ ticket_type_id: string; status: string; quantity: string }[]>(
     `select a.ticket_type_id, s.status, sum(a.quantity) as quantity

@@ -177,6 +177,21 @@ export function webhookFailureReason(status: string): WebhookFailureReason {
 
 // ------------------------------------------------------------------------------------------------ API
 
+/**
+ * The API's business counters, module-level like the worker's: refusals the API answers itself, before any checkout
+ * starts. Same name and labels as the worker's counter, so a sum over instances counts every reservation once.
+ */
+export const apiBusinessRegistry = new Registry();
+
+export const apiSaleMetrics = {
+  reservations: new Counter({
+    name: 'ticketing_reservations_total',
+    help: 'Reservations the API refused itself, before any checkout (sold_out only); the worker counts the rest',
+    labelNames: ['outcome', 'code'] as const,
+    registers: [apiBusinessRegistry],
+  }),
+};
+
 /** HTTP methods worth a label of their own; anything else a client sends is `other`. */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 export const labelMethod = (method: string): string => (METHODS.has(method) ? method : 'other');

@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto';
 import { type Client, WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
+import { soldOutWithoutCommit } from '../../activities/reservation.js';
 import { workflowRefusal } from '../../config/workflow-refusals.js';
 import { AppError, type ErrorCode } from '../../domain/errors.js';
 import { newId } from '../../entities/ids.js';
 import { Sale } from '../../entities/index.js';
+import { availableUnits } from '../../entities/stock.js';
+import { apiSaleMetrics } from '../../observability/metrics.js';
 import type { checkout } from '../../workflows/checkout.js';
 import {
   checkoutWorkflowId,
@@ -12,6 +15,7 @@ import {
   type ReserveRejection,
   type ReserveRequest,
   reservedSaleOf,
+  reserveItemsOf,
   reserveUpdate,
 } from '../../workflows/definitions.js';
 import type { IdempotencyKey } from '../plugins/idempotency.js';
@@ -112,6 +116,37 @@ function reservationFailure(error: WorkflowUpdateFailedError): AppError {
 }
 
 /**
+ * A sold-out storm answered without starting a checkout per refused buyer. Only when the stock rows hold fewer units
+ * than an item asks does the reservation's own rule check run here (activities/reservation.ts, always rolled back),
+ * and only its sold_out answer is given from here. Anything else goes to the checkout as before: an order the
+ * reservation would accept (units of lapsed holds can be taken back) and a refusal 4.2 ranks before sold_out, which
+ * the checkout answers the same way. Not for seated orders (the seat-map provider decides first, in the checkout) nor
+ * for keyed requests (a retry joins the reservation its first request may have in flight).
+ */
+async function soldOutWithoutCheckout(
+  services: ApiServices,
+  request: ReserveRequest,
+): Promise<ReserveRejection | null> {
+  const items = reserveItemsOf(request);
+  if (items.some((item) => (item.seats?.length ?? 0) > 0)) return null;
+  const em = services.orm.em.fork();
+  const left = await availableUnits(
+    em,
+    items.map((item) => item.ticketTypeId),
+  );
+  if (items.every((item) => (left.get(item.ticketTypeId) ?? 0) >= item.quantity)) return null;
+  let refusal: ReserveRejection | null;
+  try {
+    refusal = await soldOutWithoutCommit(em, request);
+  } catch {
+    // The checkout is the authority: a rule check that failed (a lost connection, a timeout) leaves the order to it.
+    return null;
+  }
+  if (refusal) apiSaleMetrics.reservations.inc({ outcome: 'sold_out', code: refusal.code });
+  return refusal;
+}
+
+/**
  * Starts the checkout workflow of a sale and reserves in the same call (update-with-start): the sale row, its stock
  * and the timer that will release it are created together or not at all.
  *
@@ -130,6 +165,11 @@ export async function reserveThroughCheckout(
   const owner: SaleOwner = request;
   const client: Client = services.temporal;
   const deadline = Date.now() + JOIN_WAIT_MS;
+  const fullRequest: ReserveRequest = { ...request, paymentWindowMs: services.env.PAYMENT_WINDOW_OVERRIDE_MS ?? null };
+  if (!keyed) {
+    const soldOut = await soldOutWithoutCheckout(services, fullRequest);
+    if (soldOut) throw rejectionError(soldOut, services.env.PUBLIC_ORIGIN);
+  }
   for (;;) {
     const earlier = keyed ? await saleMadeWithKey(services, key, owner) : null;
     if (earlier) return earlier;
@@ -141,7 +181,7 @@ export async function reserveThroughCheckout(
     });
     try {
       const result = await client.workflow.executeUpdateWithStart(reserveUpdate, {
-        args: [{ ...request, paymentWindowMs: services.env.PAYMENT_WINDOW_OVERRIDE_MS ?? null }],
+        args: [fullRequest],
         startWorkflowOperation: start,
       });
       if (!result.ok) throw rejectionError(result, services.env.PUBLIC_ORIGIN);

@@ -10,6 +10,7 @@ import fp from 'fastify-plugin';
 import { AppError } from '../../domain/errors.js';
 import {
   type ApiMetrics,
+  apiBusinessRegistry,
   createApiMetrics,
   labelMethod,
   METRICS_CONTENT_TYPE,
@@ -64,7 +65,7 @@ export const metricsPlugin = fp(
           throw new AppError('UNAUTHENTICATED', 'Metrics need Authorization: Bearer <METRICS_TOKEN>');
         }
       }
-      const text = await render([processMetrics, metrics.registry]);
+      const text = await render([processMetrics, metrics.registry, apiBusinessRegistry]);
       return reply.header('content-type', METRICS_CONTENT_TYPE).header('cache-control', 'no-store').send(text);
     });
   },

@@ -16,6 +16,7 @@ import { type EVENT_STATUSES, type IEvent, SALES_MODES } from '../../../entities
 import type { IEventDate } from '../../../entities/event-date.js';
 import { Event, EventDate, TicketType, Venue, Workspace } from '../../../entities/index.js';
 import { type ActiveMembership, activeMembership } from '../../../entities/membership-queries.js';
+import { availableUnits } from '../../../entities/stock.js';
 import type { ITicketType } from '../../../entities/ticket-type.js';
 import type { IVenue } from '../../../entities/venue.js';
 import type { IWorkspace } from '../../../entities/workspace.js';
@@ -229,20 +230,6 @@ interface CatalogEntry {
   dates: IEventDate[];
   /** Live ticket types per date id, in display order. */
   types: Map<string, ITicketType[]>;
-}
-
-/**
- * Units left to sell per ticket type: Σ of its stock shards, which the stock invariant keeps equal to
- * capacity − sold − reserved (entities/stock.ts). A type without stock rows has nothing to sell.
- */
-async function availableUnits(em: EntityManager, ticketTypeIds: string[]): Promise<Map<string, number>> {
-  if (ticketTypeIds.length === 0) return new Map();
-  // `in (?)` with an array expands to a quoted list; `= any(?)` would not (MikroORM inlines array parameters).
-  const rows = await em.execute<{ ticket_type_id: string; available: string }[]>(
-    'select ticket_type_id, sum(available) as available from ticket_stock where ticket_type_id in (?) group by ticket_type_id',
-    [ticketTypeIds],
-  );
-  return new Map(rows.map((row) => [row.ticket_type_id, Math.max(0, Number(row.available))]));
 }
 
 /** Loads, for published events, everything the storefront shows about them, in a fixed number of queries. */
