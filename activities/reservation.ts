@@ -220,27 +220,35 @@ function assertQueueTurn({ date }: Order, request: ReserveRequest): void {
 
 /** One unpaid purchase per buyer and date, and at most maxPerOrder tickets of a type per buyer (contract 4.2). */
 async function assertBuyerLimits(tx: EntityManager, { date, lines }: Order, buyerId: string, now: Date): Promise<void> {
-  // Lock this buyer's rows for the date so two tabs cannot both pass the limit check.
+  // Lock this buyer's rows for the date so two tabs cannot both pass the limit check. The reads come in the next
+  // statement: one that took the lock itself would read with the snapshot it took before waiting for it.
   await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`buyer:${buyerId}:${date.id}`]);
-  const pending = await tx.findOne(Sale, { buyer: buyerId, eventDate: date.id, status: 'PENDING' }, ANY_TENANT);
-  if (pending?.expiresAt && pending.expiresAt > now) {
+  const [held] = await tx.execute<
+    { pending: { id: string; reference: string } | null; units: Record<string, number> }[]
+  >(
+    `select (select json_build_object('id', s.id, 'reference', s.reference) from sales s
+              where s.buyer_id = ? and s.event_date_id = ? and s.status = 'PENDING' and s.expires_at > ?
+              order by s.expires_at desc limit 1) as pending,
+            (select coalesce(json_object_agg(held.ticket_type_id, held.units), '{}') from (
+               select i.ticket_type_id, sum(i.quantity) as units from sale_items i join sales s on s.id = i.sale_id
+                where s.buyer_id = ? and s.event_date_id = ? and s.status in ('PENDING', 'CONFIRMED')
+                  and i.ticket_type_id in (?)
+                group by i.ticket_type_id) held) as units`,
+    [buyerId, date.id, now, buyerId, date.id, lines.map(({ type }) => type.id)],
+  );
+  if (held?.pending) {
     reject(
       'ORDER_REJECTED',
       'pending_sale_in_progress',
       'You have an unpaid purchase for this date; reopen its payment instead',
       {
-        pendingSaleId: pending.id,
-        pendingReference: pending.reference,
+        pendingSaleId: held.pending.id,
+        pendingReference: held.pending.reference,
       },
     );
   }
   for (const { item, type } of lines) {
-    const bought = await tx.execute<{ units: string | null }[]>(
-      `select sum(i.quantity) as units from sale_items i join sales s on s.id = i.sale_id
-        where s.buyer_id = ? and s.event_date_id = ? and i.ticket_type_id = ? and s.status in ('PENDING', 'CONFIRMED')`,
-      [buyerId, date.id, type.id],
-    );
-    const already = Number(bought[0]?.units ?? 0);
+    const already = Number(held?.units[type.id] ?? 0);
     if (already + item.quantity > type.maxPerOrder) {
       reject('ORDER_REJECTED', 'per_buyer_limit', `A buyer may hold at most ${type.maxPerOrder} tickets of this type`, {
         alreadyHeld: already,

@@ -47,6 +47,25 @@ describe('reservation rules of contract 4.2', () => {
     expect((await reserveOrder(api, token, orderBody(event, 1))).statusCode).toBe(201);
   });
 
+  test('pending_sale_in_progress names the live unpaid purchase, also beside one whose deadline passed unclosed', async () => {
+    const event = await publishEvent(api, organizer, { maxPerOrder: 5 });
+    const token = await signInBuyer(api, email('pending'));
+    const lapsed = (await reserveOrder(api, token, orderBody(event))).json().data;
+    // Its deadline passed and nothing closed it yet (the first second after a deadline): it holds the buyer back no more.
+    await api.orm.em
+      .fork()
+      .execute("update sales set expires_at = now() - interval '1 second' where id = ?", [lapsed.saleId]);
+    const live = await reserveOrder(api, token, orderBody(event));
+    expect(live.statusCode).toBe(201);
+    const third = await reserveOrder(api, token, orderBody(event));
+    expect(third.statusCode).toBe(409);
+    expect(third.json().error.details).toEqual({
+      reason: 'pending_sale_in_progress',
+      pendingSaleId: live.json().data.saleId,
+      pendingReference: live.json().data.reference,
+    });
+  });
+
   test('outside the presale window and outside the sales window the order is SALE_CLOSED', async () => {
     const presale = await publishEvent(api, organizer, { ticketType: { presaleStartsAt: inAnHour() } });
     const token = await signInBuyer(api, email('presale'));
