@@ -8,9 +8,11 @@ import {
   unfinishedPurchases,
 } from './harness.js';
 
-// Long enough for every payer to finish through the fault (they do within ~6 s), short enough that the non-payers'
-// reservations expire soon after: the scenario waits for those expiries.
-const WINDOW_MS = 18_000;
+// Long enough for every payer to finish through the fault, short enough that the non-payers' reservations expire
+// soon after (the scenario waits for those expiries). Payers finish within ~6 s of the API's return, but its restart
+// alone took 16–28 s when the four side-by-side fault files shared a slow 2-core box (2026-11-26), and a payer whose
+// window lapses while the API is down cannot pay at all: 18 s failed there, old code and new alike.
+const WINDOW_MS = 45_000;
 const log = faultLog('api-kill');
 let stack: FaultStack | undefined;
 
