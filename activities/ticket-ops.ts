@@ -1,7 +1,7 @@
-import QRCode from 'qrcode';
 import { escapeHtml } from '../domain/html.js';
 import { Event, EventDate, Sale, Ticket, TicketType } from '../entities/index.js';
 import type { ActivityDeps } from './deps.js';
+import { ticketQrPng } from './ticket-qr.js';
 
 const ANY = { filters: { tenant: false, notDeleted: false } } as const;
 
@@ -26,7 +26,7 @@ export function createTicketOpsActivities(deps: ActivityDeps) {
         dateStyle: 'full',
         timeStyle: 'short',
       });
-      const qr = await QRCode.toBuffer(ticket.code, { type: 'png', errorCorrectionLevel: 'M', margin: 2, width: 320 });
+      const qr = ticketQrPng(ticket.code);
       const label = `${type?.name ?? 'Ticket'}${ticket.seatLabel ? ` (seat ${ticket.seatLabel})` : ''}`;
       await deps.providers.mail.send({
         to: sale.buyerEmail,

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import QRCode from 'qrcode';
 import { TICKET_CODE_RANDOM_BYTES, ticketCodeFromBytes } from '../domain/codes.js';
 import { escapeHtml } from '../domain/html.js';
 import { formatMoney, isCurrencyCode } from '../domain/money.js';
 import { newId } from '../entities/ids.js';
 import { Event, EventDate, Sale, SaleItem, Ticket } from '../entities/index.js';
 import type { ActivityDeps } from './deps.js';
+import { ticketQrPng } from './ticket-qr.js';
 
 /**
  * Issues the tickets of a confirmed sale inside the caller's transaction: one per unit, numbered by ordinal, so
@@ -70,19 +70,12 @@ export function createTicketActivities(deps: ActivityDeps) {
         { id: sale.eventDate },
         { filters: { tenant: false, notDeleted: false } },
       );
-      const attachments = await Promise.all(
-        tickets.map(async (ticket, index) => ({
-          filename: `ticket-${index + 1}.png`,
-          content: await QRCode.toBuffer(ticket.code, {
-            type: 'png',
-            errorCorrectionLevel: 'M',
-            margin: 2,
-            width: 320,
-          }),
-          contentType: 'image/png',
-          cid: `ticket-${index + 1}`,
-        })),
-      );
+      const attachments = tickets.map((ticket, index) => ({
+        filename: `ticket-${index + 1}.png`,
+        content: ticketQrPng(ticket.code),
+        contentType: 'image/png',
+        cid: `ticket-${index + 1}`,
+      }));
       const when = date.startsAt.toLocaleString('es-CO', {
         timeZone: date.timezone,
         dateStyle: 'full',

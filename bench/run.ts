@@ -120,6 +120,8 @@ function parseArgs(argv: string[]) {
 
 // `npm run bench -- reports`: the reports benchmark (bench/reports.ts) instead of the flash sale.
 if (process.argv[2] === 'reports') await import('./reports.js').then(() => process.exit(process.exitCode ?? 0));
+// `npm run bench -- ticket-qr`: CPU of a ticket's QR image against the qrcode package's PNG (bench/ticket-qr.ts).
+if (process.argv[2] === 'ticket-qr') await import('./ticket-qr.js').then(() => process.exit(process.exitCode ?? 0));
 // `npm run bench -- workflow-cpu`: CPU of the workflow code per replayed purchase (bench/workflow-cpu.ts).
 if (process.argv[2] === 'workflow-cpu')
   await import('./workflow-cpu.js').then(() => process.exit(process.exitCode ?? 0));
