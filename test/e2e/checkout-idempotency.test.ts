@@ -12,6 +12,7 @@ import {
   reserveOrder,
   session,
   signInBuyer,
+  storefrontReserveRequest,
 } from '../support/purchase.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
@@ -250,23 +251,7 @@ describe('the checkout execution is the business key (path 12)', () => {
   test('two reservations for one key with no stored response to replay join one execution and make one sale', async () => {
     const event = await publishEvent(api, organizer, { capacity: 10 });
     const key = { origin: 'public-order' as const, idempotencyKey: { scope: `ip:${unique('race')}`, key: 'k' } };
-    const request = {
-      origin: 'PUBLIC' as const,
-      channel: 'WEB' as const,
-      pinnedWorkspaceId: null,
-      eventDateId: event.eventDateId,
-      ticketTypeId: event.ticketTypeId,
-      quantity: 1,
-      seats: null,
-      holdToken: null,
-      discountCode: null,
-      buyerId: null,
-      buyerEmail: email('race'),
-      buyer: { name: 'Race Buyer', phone: null, idType: null, idNumber: null, nitDigit: null },
-      returnUrl: null,
-      confirmImmediately: false,
-      complimentary: false,
-    };
+    const request = storefrontReserveRequest(event, email('race'), 'Race Buyer');
     const [a, b, c] = await Promise.all([
       reserveThroughCheckout(api.services, request, key),
       reserveThroughCheckout(api.services, request, key),

@@ -6,7 +6,14 @@
 import { reserveThroughCheckout } from '../../api/http/checkout.js';
 import type { AppError } from '../../domain/errors.js';
 import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
-import { orderBody, type PublishedEvent, publishEvent, reserveOrder, signInBuyer } from '../support/purchase.js';
+import {
+  orderBody,
+  type PublishedEvent,
+  publishEvent,
+  reserveOrder,
+  signInBuyer,
+  storefrontReserveRequest,
+} from '../support/purchase.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
 let api: TestApi;
@@ -113,23 +120,10 @@ describe('control characters in requests are refused with 422 (path 14)', () => 
     // one that meets PostgreSQL's refusal and must not retry it.
     const event = await publishEvent(api, organizer, { capacity: 5 });
     const started = Date.now();
-    const outcome = await reserveThroughCheckout(api.services, {
-      origin: 'PUBLIC',
-      channel: 'WEB',
-      pinnedWorkspaceId: null,
-      eventDateId: event.eventDateId,
-      ticketTypeId: event.ticketTypeId,
-      quantity: 1,
-      seats: null,
-      holdToken: null,
-      discountCode: null,
-      buyerId: null,
-      buyerEmail: email('unstorable'),
-      buyer: { name: 'Nul\u0000Name', phone: null, idType: null, idNumber: null, nitDigit: null },
-      returnUrl: null,
-      confirmImmediately: false,
-      complimentary: false,
-    }).then(
+    const outcome = await reserveThroughCheckout(
+      api.services,
+      storefrontReserveRequest(event, email('unstorable'), 'Nul\u0000Name'),
+    ).then(
       () => null,
       (error: AppError) => error,
     );

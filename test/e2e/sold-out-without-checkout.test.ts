@@ -2,7 +2,14 @@ import { reserveThroughCheckout } from '../../api/http/checkout.js';
 import type { AppError } from '../../domain/errors.js';
 import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
 import { privateTaskQueue } from '../support/private-stack.js';
-import { orderBody, type PublishedEvent, publishEvent, reserveOrder, signInBuyer } from '../support/purchase.js';
+import {
+  orderBody,
+  type PublishedEvent,
+  publishEvent,
+  reserveOrder,
+  signInBuyer,
+  storefrontReserveRequest,
+} from '../support/purchase.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
 /**
@@ -120,23 +127,10 @@ describe('a sold-out type is refused without a checkout (contract 4.2, rule orde
     // Past the HTTP validation (as in control-characters.test.ts): the sale row itself is refused before the stock.
     const { event } = await soldOutEvent(1);
     const before = await soldOutAnsweredByApi();
-    const outcome = await reserveThroughCheckout(api.services, {
-      origin: 'PUBLIC',
-      channel: 'WEB',
-      pinnedWorkspaceId: null,
-      eventDateId: event.eventDateId,
-      ticketTypeId: event.ticketTypeId,
-      quantity: 1,
-      seats: null,
-      holdToken: null,
-      discountCode: null,
-      buyerId: null,
-      buyerEmail: email('unstorable'),
-      buyer: { name: 'Nul\u0000Name', phone: null, idType: null, idNumber: null, nitDigit: null },
-      returnUrl: null,
-      confirmImmediately: false,
-      complimentary: false,
-    }).then(
+    const outcome = await reserveThroughCheckout(
+      api.services,
+      storefrontReserveRequest(event, email('unstorable'), 'Nul\u0000Name'),
+    ).then(
       () => null,
       (error: AppError) => error,
     );

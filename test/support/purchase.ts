@@ -5,6 +5,7 @@
 
 import { providerUrls } from '../../config/env.js';
 import { GatewayAClient } from '../../integrations/gateway-a/client.js';
+import type { ReserveRequest } from '../../workflows/definitions.js';
 import { bearer, type Organizer } from './fixtures.js';
 import type { TestApi } from './stack.js';
 
@@ -182,3 +183,29 @@ export const customerOrder = async (api: TestApi, token: string, idOrReference: 
   (
     await api.request({ method: 'GET', url: `/api/v1/customer/orders/${idOrReference}`, headers: session(token) })
   ).json().data;
+
+/**
+ * One unit of a storefront order as `reserveThroughCheckout` takes it, for tests that reserve past the HTTP layer
+ * (the route would refuse what they send, or would not let them race).
+ */
+export const storefrontReserveRequest = (
+  event: PublishedEvent,
+  buyerEmail: string,
+  buyerName = 'Storefront Buyer',
+): Omit<ReserveRequest, 'paymentWindowMs'> => ({
+  origin: 'PUBLIC',
+  channel: 'WEB',
+  pinnedWorkspaceId: null,
+  eventDateId: event.eventDateId,
+  ticketTypeId: event.ticketTypeId,
+  quantity: 1,
+  seats: null,
+  holdToken: null,
+  discountCode: null,
+  buyerId: null,
+  buyerEmail,
+  buyer: { name: buyerName, phone: null, idType: null, idNumber: null, nitDigit: null },
+  returnUrl: null,
+  confirmImmediately: false,
+  complimentary: false,
+});
