@@ -403,16 +403,16 @@ async function writeSale(
   return sale;
 }
 
+const stockRequestsOf = ({ lines }: Order) =>
+  lines.map(({ item, type }) => ({ ticketTypeId: type.id, quantity: item.quantity }));
+
+const rejectSoldOut = (ticketTypeId: string): never =>
+  reject('ORDER_REJECTED', 'sold_out', 'Not enough tickets of this type are left', { ticketTypeId });
+
 /** Every item's stock in this one transaction, in a fixed order: one short item rolls all of it back. */
-async function takeOrderStock(tx: EntityManager, saleId: string, { lines }: Order): Promise<void> {
-  const short = await takeStockInOrder(
-    tx,
-    saleId,
-    lines.map(({ item, type }) => ({ ticketTypeId: type.id, quantity: item.quantity })),
-  );
-  if (short) {
-    reject('ORDER_REJECTED', 'sold_out', 'Not enough tickets of this type are left', { ticketTypeId: short.soldOut });
-  }
+async function takeOrderStock(tx: EntityManager, saleId: string, order: Order): Promise<void> {
+  const short = await takeStockInOrder(tx, saleId, stockRequestsOf(order));
+  if (short) rejectSoldOut(short.soldOut);
 }
 
 /**
@@ -477,12 +477,8 @@ export async function soldOutWithoutCommit(
   try {
     await em.transactional(async (tx) => {
       const { order } = await writeCheckedSale(tx, newId(), request, new Date(), catalog);
-      const short = await firstSoldOutType(
-        tx,
-        order.lines.map(({ item, type }) => ({ ticketTypeId: type.id, quantity: item.quantity })),
-      );
-      if (short)
-        reject('ORDER_REJECTED', 'sold_out', 'Not enough tickets of this type are left', { ticketTypeId: short });
+      const short = await firstSoldOutType(tx, stockRequestsOf(order));
+      if (short) rejectSoldOut(short);
       throw new DryRun();
     });
   } catch (error) {

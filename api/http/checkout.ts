@@ -5,7 +5,7 @@ import { workflowRefusal } from '../../config/workflow-refusals.js';
 import { AppError, type ErrorCode } from '../../domain/errors.js';
 import { newId } from '../../entities/ids.js';
 import { Sale } from '../../entities/index.js';
-import { availableUnits } from '../../entities/stock.js';
+import { firstSoldOutType } from '../../entities/stock.js';
 import { apiSaleMetrics } from '../../observability/metrics.js';
 import type { checkout } from '../../workflows/checkout.js';
 import {
@@ -116,12 +116,12 @@ function reservationFailure(error: WorkflowUpdateFailedError): AppError {
 }
 
 /**
- * A sold-out storm answered without starting a checkout per refused buyer. Only when the stock rows hold fewer units
- * than an item asks does the reservation's own rule check run here (activities/reservation.ts, always rolled back),
- * and only its sold_out answer is given from here. Anything else goes to the checkout as before: an order the
- * reservation would accept (units of lapsed holds can be taken back) and a refusal 4.2 ranks before sold_out, which
- * the checkout answers the same way. Not for seated orders (the seat-map provider decides first, in the checkout) nor
- * for keyed requests (a retry joins the reservation its first request may have in flight).
+ * A sold-out storm answered without starting a checkout per refused buyer. Only when an item is short of units (and
+ * no lapsed hold has units of it to take back) does the reservation's own rule check run here
+ * (activities/reservation.ts, always rolled back), and only its sold_out answer is given from here. Anything else goes
+ * to the checkout as before: an order the reservation would accept, and a refusal 4.2 ranks before sold_out, which the
+ * checkout answers the same way. Not for seated orders (the seat-map provider decides first, in the checkout) nor for
+ * keyed requests (a retry joins the reservation its first request may have in flight).
  */
 async function soldOutWithoutCheckout(
   services: ApiServices,
@@ -130,11 +130,8 @@ async function soldOutWithoutCheckout(
   const items = reserveItemsOf(request);
   if (items.some((item) => (item.seats?.length ?? 0) > 0)) return null;
   const em = services.orm.em.fork();
-  const left = await availableUnits(
-    em,
-    items.map((item) => item.ticketTypeId),
-  );
-  if (items.every((item) => (left.get(item.ticketTypeId) ?? 0) >= item.quantity)) return null;
+  // The same stock check the rules end with, before them: an order it finds not sold out goes straight on.
+  if (!(await firstSoldOutType(em, items))) return null;
   let refusal: ReserveRejection | null;
   try {
     refusal = await soldOutWithoutCommit(em, request);
