@@ -6,20 +6,18 @@ import {
   runScenario,
   startFaultStack,
   unfinishedPurchases,
+  WINDOW_OUTLASTING_A_RESTART_MS,
 } from './harness.js';
 
-// Longer than the fault lasts, so every payer can still pay once it is over (a payer whose window lapses while the
-// service is down cannot pay at all, which is the contract, not a loss). Payers finish within ~6 s of the service's
-// return, but with the four side-by-side fault files on a slow 2-core box (2026-11-26, twice as slow as the day
-// before) the restart alone took up to 28 s and payers then waited on a starved stack: 18 s and 45 s windows failed
-// there, on old code and new alike. Non-payers release, so nothing waits for the long window to expire.
-const WINDOW_MS = 75_000;
 const log = faultLog('temporal-restart');
 let stack: FaultStack | undefined;
 
 // This test runs its own Temporal dev server (its state in a SQLite file), so restarting it touches nothing else.
 beforeAll(async () => {
-  stack = await startFaultStack('temporal-restart', { paymentWindowMs: WINDOW_MS, ownTemporal: true });
+  stack = await startFaultStack('temporal-restart', {
+    paymentWindowMs: WINDOW_OUTLASTING_A_RESTART_MS,
+    ownTemporal: true,
+  });
 }, 150_000);
 afterAll(async () => {
   await stack?.stop();
@@ -30,7 +28,7 @@ test('restarting the Temporal server (state file kept) while buyers reserve and 
   const result = await runScenario(current, {
     buyers: 30,
     capacity: 24,
-    paymentWindowMs: WINDOW_MS,
+    paymentWindowMs: WINDOW_OUTLASTING_A_RESTART_MS,
     releaseAll: true,
     inject: async () => {
       await current.restartTemporal('SIGTERM');
