@@ -563,6 +563,7 @@ export async function runScenario(
   const outcomes = await crowd.outcomes;
   log(`buyers done at +${Date.now() - started} ms`);
   const report = await settledInvariants(stack, event, options.paymentWindowMs + 90_000);
+  if (report.violations.length > 0) await logViolatingCheckouts(stack, report.violations, log);
   const saleIds = outcomes.map((o) => o.saleId).filter((id): id is string => id !== null);
   const statuses = await statusesOf(stack, saleIds);
   return {
