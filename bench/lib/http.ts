@@ -89,6 +89,29 @@ export function errorOf(result: HttpResult): { code: string; reason: string | nu
   };
 }
 
+/** A 503 the API's load shedding sent: nothing was done, and the client is told when to come back. */
+export function wasShed(result: HttpResult): boolean {
+  return result.status === 503 && errorOf(result).reason === 'overloaded';
+}
+
+/**
+ * Sends a request as a front end does under load shedding: a shed answer is retried after its Retry-After, until
+ * `deadline`. Returns the last answer, how many times it was shed, and the time of the answer that counted.
+ */
+export async function requestHonouringRetryAfter(
+  send: () => Promise<HttpResult>,
+  deadline: number,
+): Promise<HttpResult & { shed: number }> {
+  let shed = 0;
+  for (;;) {
+    const result = await send();
+    const waitMs = Number(result.retryAfter ?? 1) * 1000;
+    if (!wasShed(result) || Date.now() + waitMs >= deadline) return { ...result, shed };
+    shed += 1;
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
+  }
+}
+
 /**
  * Runs `task(i)` for i in [0, count) with at most `concurrency` in flight, never starting one after `deadline`
  * (epoch ms). Returns the results in index order (undefined for tasks never started).

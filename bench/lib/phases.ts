@@ -17,7 +17,15 @@ import { checkInvariants, type InvariantReport } from '../../test/faults/invaria
 import { checkoutWorkflowId } from '../../workflows/definitions.js';
 import { benchEmpty, benchPingUpdate } from './empty-workflow.js';
 import { type BenchBuyer, type BenchEvent, cardTokens, createBuyers, orderBody, publishEvent } from './fixtures.js';
-import { errorOf, type HttpClient, type LatencySummary, pollUntil, runPool, summarize } from './http.js';
+import {
+  errorOf,
+  type HttpClient,
+  type LatencySummary,
+  pollUntil,
+  requestHonouringRetryAfter,
+  runPool,
+  summarize,
+} from './http.js';
 import { EMPTY_TASK_QUEUE } from './stack.js';
 import { takeStockLockAll } from './stock-variants.js';
 
@@ -158,6 +166,8 @@ export interface ConfirmRun {
   openLatencyMs: LatencySummary;
   chargeLatencyMs: LatencySummary;
   chargeAnswers: Record<string, number>;
+  /** Requests the API shed (503 overloaded) and the buyer sent again after Retry-After. */
+  shedRetries: number;
   confirmed: number;
   confirmationsPerSecond: number;
   timeToLastConfirmedMs: number | null;
@@ -190,24 +200,33 @@ export async function confirmRun(
     answers[key] = (answers[key] ?? 0) + 1;
   };
   const stopProgress = progress(ctx, 'payments', reserved.length, () => charges.length);
-  await runPool(reserved.length, options.connections, started + options.maxMs, async (i) => {
+  const deadline = started + options.maxMs;
+  let shedRetries = 0;
+  await runPool(reserved.length, options.connections, deadline, async (i) => {
     const sale = reserved[i]!;
     const headers = { 'x-customer-session': sale.buyer.token };
-    const opened = await ctx.http.request('POST', `/api/v1/customer/orders/${sale.saleId}/payment`, {
-      headers,
-      timeoutMs: 180_000,
-    });
+    // The phase may start while the API still sheds the flash sale's tail: buyers come back after Retry-After.
+    const opened = await requestHonouringRetryAfter(
+      () => ctx.http.request('POST', `/api/v1/customer/orders/${sale.saleId}/payment`, { headers, timeoutMs: 180_000 }),
+      deadline,
+    );
+    shedRetries += opened.shed;
     opens.push(opened.ms);
     if (opened.status !== 200) {
       count(`open:${errorOf(opened).code}`);
       return;
     }
     if (sale.saleId) paid.push(sale.saleId);
-    const charged = await ctx.http.request('POST', `/api/v1/customer/orders/${sale.saleId}/payment/card`, {
-      headers,
-      body: { token: tokens[i] },
-      timeoutMs: 180_000,
-    });
+    const charged = await requestHonouringRetryAfter(
+      () =>
+        ctx.http.request('POST', `/api/v1/customer/orders/${sale.saleId}/payment/card`, {
+          headers,
+          body: { token: tokens[i] },
+          timeoutMs: 180_000,
+        }),
+      deadline,
+    );
+    shedRetries += charged.shed;
     charges.push(charged.ms);
     if (charged.status !== 200) {
       count(`charge:${errorOf(charged).code}`);
@@ -237,6 +256,7 @@ export async function confirmRun(
     openLatencyMs: summarize(opens),
     chargeLatencyMs: summarize(charges),
     chargeAnswers: answers,
+    shedRetries,
     confirmed,
     confirmationsPerSecond: lastAt ? round((confirmed * 1000) / Math.max(1, lastAt - started)) : 0,
     timeToLastConfirmedMs: lastAt ? lastAt - started : null,
