@@ -17,6 +17,7 @@ import { loadEnv } from '../config/env.js';
 import { temporalDataConverter } from '../config/payload-codec.js';
 import { workerTracingOptions } from '../observability/temporal-tracing.js';
 import { buildWorkflowBundleCode, WORKFLOW_STACK_TRACE_LIMIT } from '../worker/workflow-bundle.js';
+import { dropVmCallTimeouts } from './lib/vm-call-timeouts.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HISTORIES = join(ROOT, 'test', 'replay', 'histories');
@@ -38,11 +39,22 @@ interface Variant {
   name: string;
   /** Frames the SDK's per-promise stack capture records; null keeps V8's default (10). */
   stackTraceLimit: number | null;
+  /** `sdk`: every call into the sandbox with the SDK's timeout (a watchdog thread per call), as the worker runs. */
+  vmCallTimeout: 'sdk' | 'off';
 }
 const variants: Variant[] = [
-  { name: 'V8 default (10 frames per promise stack)', stackTraceLimit: null },
-  { name: `worker setting (${WORKFLOW_STACK_TRACE_LIMIT} frames)`, stackTraceLimit: WORKFLOW_STACK_TRACE_LIMIT },
-  { name: 'no promise stacks (0 frames)', stackTraceLimit: 0 },
+  { name: 'SDK as shipped (10 frames, vm call timeout)', stackTraceLimit: null, vmCallTimeout: 'sdk' },
+  {
+    name: `worker (${WORKFLOW_STACK_TRACE_LIMIT} frames, vm call timeout)`,
+    stackTraceLimit: WORKFLOW_STACK_TRACE_LIMIT,
+    vmCallTimeout: 'sdk',
+  },
+  {
+    name: `${WORKFLOW_STACK_TRACE_LIMIT} frames, no vm call timeout`,
+    stackTraceLimit: WORKFLOW_STACK_TRACE_LIMIT,
+    vmCallTimeout: 'off',
+  },
+  { name: 'no promise stacks, no vm call timeout', stackTraceLimit: 0, vmCallTimeout: 'off' },
 ];
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -57,7 +69,18 @@ function* replayInputs(count: number) {
   }
 }
 
-async function replayRound(code: string, count: number): Promise<{ cpuMs: number; wallMs: number }> {
+/** Replays run on this thread, so the variant's vm call timeout is switched here (bench/lib/vm-call-timeouts.ts). */
+async function replayRound(variant: Variant, count: number): Promise<{ cpuMs: number; wallMs: number }> {
+  const code = bundles.get(variant.name) ?? '';
+  const restoreVmCalls = variant.vmCallTimeout === 'off' ? dropVmCallTimeouts() : () => undefined;
+  try {
+    return await replay(code, count);
+  } finally {
+    restoreVmCalls();
+  }
+}
+
+async function replay(code: string, count: number): Promise<{ cpuMs: number; wallMs: number }> {
   const cpuBefore = process.cpuUsage();
   const startedAt = performance.now();
   const failures: string[] = [];
@@ -76,13 +99,13 @@ const bundles = new Map<string, string>();
 for (const variant of variants) bundles.set(variant.name, await buildWorkflowBundleCode(variant.stackTraceLimit));
 
 // Warm-up (JIT, bundle load) once per variant; not counted.
-for (const variant of variants) await replayRound(bundles.get(variant.name) ?? '', 20);
+for (const variant of variants) await replayRound(variant, 20);
 
 const samples = new Map<string, number[]>(variants.map((variant) => [variant.name, []]));
 for (let round = 0; round < rounds; round += 1) {
   const order = round % 2 === 0 ? variants : [...variants].reverse();
   for (const variant of order) {
-    const { cpuMs } = await replayRound(bundles.get(variant.name) ?? '', replaysPerRound);
+    const { cpuMs } = await replayRound(variant, replaysPerRound);
     samples.get(variant.name)?.push(cpuMs / replaysPerRound);
   }
 }
@@ -97,6 +120,7 @@ const results = variants.map((variant) => {
   return {
     variant: variant.name,
     stackTraceLimit: variant.stackTraceLimit,
+    vmCallTimeout: variant.vmCallTimeout,
     cpuMsPerReplayedWorkflow: Number(median(perReplay).toFixed(3)),
     samples: perReplay.map((value) => Number(value.toFixed(3))),
     ratioToDefault: Number((median(perReplay) / baseline).toFixed(3)),
