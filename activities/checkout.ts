@@ -18,7 +18,7 @@ import type { ActivityDeps } from './deps.js';
 import { appendSaleEvent } from './outbox.js';
 import { type OrderCatalog, Rejected, readOrderCatalog, reject, reserveInTransaction } from './reservation.js';
 import { isSeatRefusal, minutesUntil, seatMap, seatsOfSale } from './seats.js';
-import { issueTickets } from './tickets.js';
+import { issueTickets, queueTicketEmail } from './tickets.js';
 
 export const toReserved = (sale: ISale): ReservedSale => reservedSaleOf(sale);
 
@@ -244,6 +244,8 @@ export function createCheckoutActivities(deps: ActivityDeps) {
       provider: 'GATEWAY_A' | 'GATEWAY_B';
       paymentRef: string | null;
       paymentStatus: string;
+      /** The ticket email is owed in the same transaction, for the ticket mailer (checkouts started with ticketsByMailer). */
+      queueTicketEmail?: boolean;
     }): Promise<{ confirmed: boolean; status: SaleStatus; paymentRef: string | null; paymentRefunded?: boolean }> {
       const em = deps.orm.em.fork();
       return em.transactional(async (tx) => {
@@ -260,6 +262,7 @@ export function createCheckoutActivities(deps: ActivityDeps) {
         if (updated.length > 0) {
           await issueTickets(tx, input.saleId);
           await appendSaleEvent(tx, 'sale.confirmed', input.saleId);
+          if (input.queueTicketEmail) await queueTicketEmail(tx, input.saleId);
           return { confirmed: true, status: 'CONFIRMED' as const, paymentRef: input.paymentRef };
         }
         const sale = await tx.findOneOrFail(Sale, { id: input.saleId }, ANY_TENANT);
@@ -308,6 +311,8 @@ export function createCheckoutActivities(deps: ActivityDeps) {
       paymentStatus: string;
       /** The caller booked the seats on the task queue (checkout v2); v1 executions book them here. */
       seatsBookedByCaller?: boolean;
+      /** As for confirmSale. */
+      queueTicketEmail?: boolean;
     }): Promise<LatePaymentOutcome> {
       const em = deps.orm.em.fork();
       class NoStock extends Error {}
@@ -359,6 +364,7 @@ export function createCheckoutActivities(deps: ActivityDeps) {
           );
           await issueTickets(tx, input.saleId);
           await appendSaleEvent(tx, 'sale.confirmed', input.saleId);
+          if (input.queueTicketEmail) await queueTicketEmail(tx, input.saleId);
           return { outcome: 'confirmed' as const, status: 'CONFIRMED' as const };
         });
       } catch (error) {

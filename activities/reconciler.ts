@@ -127,6 +127,7 @@ export function createReconcilerActivities(deps: ActivityDeps) {
     saleId,
     latePaymentGraceMs: deps.env.LATE_PAYMENT_GRACE_MS,
     resumeAfterClose: true,
+    ticketsByMailer: true,
   });
 
   const notification = (gateway: Gateway, providerPaymentId: string | null, key: string): PaymentNotification => {

@@ -30,7 +30,7 @@ import {
   reserveItemsOf,
 } from '../workflows/definitions.js';
 import { appendSaleEvent } from './outbox.js';
-import { issueTickets } from './tickets.js';
+import { issueTickets, queueTicketEmail } from './tickets.js';
 
 /** A refusal of the order: thrown out of the transaction (rolling it back) and answered to the workflow as is. */
 export class Rejected extends Error {
@@ -454,6 +454,7 @@ export async function reserveInTransaction(
   if (sale.status === 'CONFIRMED') {
     await issueTickets(tx, sale.id);
     await appendSaleEvent(tx, 'sale.confirmed', sale.id);
+    if (request.queueTicketEmail) await queueTicketEmail(tx, sale.id);
   }
   return sale;
 }

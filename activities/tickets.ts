@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { log as activityLogger, Context } from '@temporalio/activity';
 import { TICKET_CODE_RANDOM_BYTES, ticketCodeFromBytes } from '../domain/codes.js';
 import { escapeHtml } from '../domain/html.js';
 import { formatMoney, isCurrencyCode } from '../domain/money.js';
 import { newId } from '../entities/ids.js';
 import { Event, EventDate, Sale, SaleItem, Ticket } from '../entities/index.js';
+import { isProviderError } from '../integrations/errors.js';
 import type { ActivityDeps } from './deps.js';
 import { ticketQrPng } from './ticket-qr.js';
 
@@ -45,73 +47,167 @@ export async function issueTickets(em: EntityManager, saleId: string): Promise<n
   return inserted.length;
 }
 
+/**
+ * Emails the buyer one QR code per ticket of a CONFIRMED sale and stamps `tickets_emailed_at`, unless it was stamped
+ * already: a sale not (or no longer) CONFIRMED, or already emailed, sends nothing. Sent before the stamp, so a crash
+ * in between sends again rather than never (resending is the explicit POST /tickets/{code}/resend).
+ */
+async function sendTicketEmail(deps: ActivityDeps, em: EntityManager, saleId: string): Promise<{ sent: number }> {
+  const sale = await em.findOneOrFail(Sale, { id: saleId }, { filters: { tenant: false } });
+  if (sale.status !== 'CONFIRMED' || sale.ticketsEmailedAt) return { sent: 0 };
+  const tickets = await em.find(Ticket, { sale: saleId }, { filters: { tenant: false }, orderBy: { ordinal: 'asc' } });
+  const event = await em.findOneOrFail(Event, { id: sale.event }, { filters: { tenant: false, notDeleted: false } });
+  const date = await em.findOneOrFail(
+    EventDate,
+    { id: sale.eventDate },
+    { filters: { tenant: false, notDeleted: false } },
+  );
+  const attachments = tickets.map((ticket, index) => ({
+    filename: `ticket-${index + 1}.png`,
+    content: ticketQrPng(ticket.code),
+    contentType: 'image/png',
+    cid: `ticket-${index + 1}`,
+  }));
+  const when = date.startsAt.toLocaleString('es-CO', {
+    timeZone: date.timezone,
+    dateStyle: 'full',
+    timeStyle: 'short',
+  });
+  const total = isCurrencyCode(sale.currency)
+    ? formatMoney(sale.total, sale.currency)
+    : `${sale.total} ${sale.currency}`;
+  const lines = tickets.map(
+    (ticket, index) => `Ticket ${index + 1}${ticket.seatLabel ? ` (seat ${ticket.seatLabel})` : ''}: ${ticket.code}`,
+  );
+  await deps.providers.mail.send({
+    to: sale.buyerEmail,
+    subject: `Your tickets for ${event.name} — ${sale.reference}`,
+    text: [
+      `Hello ${sale.buyerName},`,
+      '',
+      `Purchase ${sale.reference} for ${event.name} on ${when} is confirmed (${total}).`,
+      '',
+      ...lines,
+      '',
+      'Show the QR code of each ticket at the door.',
+    ].join('\n'),
+    html: `<p>Hello ${escapeHtml(sale.buyerName)},</p><p>Purchase <b>${sale.reference}</b> for <b>${escapeHtml(event.name)}</b> on ${escapeHtml(when)} is confirmed (${escapeHtml(total)}).</p>${tickets
+      .map(
+        (ticket, index) =>
+          `<p>Ticket ${index + 1}${ticket.seatLabel ? ` — seat ${escapeHtml(ticket.seatLabel)}` : ''}<br><img src="cid:ticket-${index + 1}" alt="QR ${index + 1}"><br><code>${ticket.code}</code></p>`,
+      )
+      .join('')}`,
+    attachments,
+  });
+  await em.execute('update sales set tickets_emailed_at = now() where id = ? and tickets_emailed_at is null', [saleId]);
+  return { sent: tickets.length };
+}
+
+/** Failed sends of a queued ticket email before it is given up (the buyer can still ask for a resend). */
+export const TICKET_EMAIL_MAX_ATTEMPTS = 5;
+const TICKET_EMAIL_FIRST_RETRY_MS = 5_000;
+const TICKET_EMAIL_MAX_RETRY_MS = 2 * 60_000;
+/** Sleep of the mailer's long poll between two looks at an empty queue. */
+const MAILER_IDLE_POLL_MS = 250;
+
+/**
+ * Owes the buyer their tickets' email, inside the transaction that confirms the sale: the ticket mailer sends it. A
+ * second insert for the same sale is a no-op.
+ */
+export async function queueTicketEmail(em: EntityManager, saleId: string): Promise<void> {
+  await em.execute(
+    `insert into ticket_email_queue (sale_id, queued_at, next_attempt_at, attempts)
+     values (?, now(), now(), 0) on conflict (sale_id) do nothing`,
+    [saleId],
+  );
+}
+
+type MailOutcome = 'sent' | 'failed' | 'none';
+
+/**
+ * Sends the oldest due email of the queue. Its queue row stays locked (skip locked: mailers never wait on each other)
+ * until the send is stamped and the row deleted, in one transaction. A send that fails, for any reason, rolls that
+ * back and is tried again later with a doubling wait, so one bad email never holds up the others; it is given up
+ * after TICKET_EMAIL_MAX_ATTEMPTS.
+ */
+async function mailNextQueued(deps: ActivityDeps): Promise<MailOutcome> {
+  let failure: { saleId: string; attempts: number; error: unknown } | null = null;
+  const outcome = await deps.orm.em
+    .fork()
+    .transactional(async (tx): Promise<MailOutcome> => {
+      const due = await tx.execute<{ sale_id: string; attempts: number }[]>(
+        `select sale_id, attempts from ticket_email_queue where next_attempt_at <= now()
+          order by next_attempt_at limit 1 for update skip locked`,
+      );
+      const row = due[0];
+      if (!row) return 'none';
+      try {
+        await sendTicketEmail(deps, tx, row.sale_id);
+      } catch (error) {
+        failure = { saleId: row.sale_id, attempts: row.attempts + 1, error };
+        throw error;
+      }
+      await tx.execute('delete from ticket_email_queue where sale_id = ?', [row.sale_id]);
+      return 'sent';
+    })
+    .catch((error: unknown) => {
+      if (failure === null) throw error;
+      return 'failed' as const;
+    });
+  if (failure !== null) await rescheduleTicketEmail(deps, failure);
+  return outcome;
+}
+
+async function rescheduleTicketEmail(
+  deps: ActivityDeps,
+  failure: { saleId: string; attempts: number; error: unknown },
+): Promise<void> {
+  const em = deps.orm.em.fork();
+  const reason = failure.error instanceof Error ? failure.error.message : String(failure.error);
+  // A permanent refusal (a 5xx reply: no such mailbox…) is not tried again.
+  const permanent = isProviderError(failure.error) && !failure.error.retryable;
+  if (permanent || failure.attempts >= TICKET_EMAIL_MAX_ATTEMPTS) {
+    await em.execute('delete from ticket_email_queue where sale_id = ?', [failure.saleId]);
+    activityLogger.warn('the ticket email could not be sent; the buyer can ask for a resend', {
+      saleId: failure.saleId,
+      attempts: failure.attempts,
+    });
+    return;
+  }
+  const retryMs = Math.min(TICKET_EMAIL_FIRST_RETRY_MS * 2 ** (failure.attempts - 1), TICKET_EMAIL_MAX_RETRY_MS);
+  await em.execute(
+    `update ticket_email_queue set attempts = ?, next_attempt_at = now() + (? * interval '1 millisecond'),
+       last_error = ? where sale_id = ?`,
+    [failure.attempts, retryMs, reason.slice(0, 300), failure.saleId],
+  );
+}
+
 export function createTicketActivities(deps: ActivityDeps) {
   return {
     /**
      * Emails the buyer one QR code per ticket, once per sale: a retry after the email went out sends nothing
-     * (resending is the explicit POST /tickets/{code}/resend).
+     * (resending is the explicit POST /tickets/{code}/resend). Checkouts that hand the email to the ticket mailer
+     * do not call it.
      */
     async emailTickets(saleId: string): Promise<{ sent: number }> {
-      const em = deps.orm.em.fork();
-      const sale = await em.findOneOrFail(Sale, { id: saleId }, { filters: { tenant: false } });
-      if (sale.status !== 'CONFIRMED' || sale.ticketsEmailedAt) return { sent: 0 };
-      const tickets = await em.find(
-        Ticket,
-        { sale: saleId },
-        { filters: { tenant: false }, orderBy: { ordinal: 'asc' } },
-      );
-      const event = await em.findOneOrFail(
-        Event,
-        { id: sale.event },
-        { filters: { tenant: false, notDeleted: false } },
-      );
-      const date = await em.findOneOrFail(
-        EventDate,
-        { id: sale.eventDate },
-        { filters: { tenant: false, notDeleted: false } },
-      );
-      const attachments = tickets.map((ticket, index) => ({
-        filename: `ticket-${index + 1}.png`,
-        content: ticketQrPng(ticket.code),
-        contentType: 'image/png',
-        cid: `ticket-${index + 1}`,
-      }));
-      const when = date.startsAt.toLocaleString('es-CO', {
-        timeZone: date.timezone,
-        dateStyle: 'full',
-        timeStyle: 'short',
-      });
-      const total = isCurrencyCode(sale.currency)
-        ? formatMoney(sale.total, sale.currency)
-        : `${sale.total} ${sale.currency}`;
-      const lines = tickets.map(
-        (ticket, index) =>
-          `Ticket ${index + 1}${ticket.seatLabel ? ` (seat ${ticket.seatLabel})` : ''}: ${ticket.code}`,
-      );
-      await deps.providers.mail.send({
-        to: sale.buyerEmail,
-        subject: `Your tickets for ${event.name} — ${sale.reference}`,
-        text: [
-          `Hello ${sale.buyerName},`,
-          '',
-          `Purchase ${sale.reference} for ${event.name} on ${when} is confirmed (${total}).`,
-          '',
-          ...lines,
-          '',
-          'Show the QR code of each ticket at the door.',
-        ].join('\n'),
-        html: `<p>Hello ${escapeHtml(sale.buyerName)},</p><p>Purchase <b>${sale.reference}</b> for <b>${escapeHtml(event.name)}</b> on ${escapeHtml(when)} is confirmed (${escapeHtml(total)}).</p>${tickets
-          .map(
-            (ticket, index) =>
-              `<p>Ticket ${index + 1}${ticket.seatLabel ? ` — seat ${escapeHtml(ticket.seatLabel)}` : ''}<br><img src="cid:ticket-${index + 1}" alt="QR ${index + 1}"><br><code>${ticket.code}</code></p>`,
-          )
-          .join('')}`,
-        attachments,
-      });
-      await em.execute('update sales set tickets_emailed_at = now() where id = ? and tickets_emailed_at is null', [
-        saleId,
-      ]);
-      return { sent: tickets.length };
+      return sendTicketEmail(deps, deps.orm.em.fork(), saleId);
+    },
+
+    /**
+     * The ticket mailer's long poll: sends queued ticket emails, oldest first, one at a time, until `waitMs` has
+     * passed, heartbeating as it goes so a worker that dies hands the poll to another within the heartbeat timeout.
+     */
+    async mailQueuedTickets(input: { waitMs: number }): Promise<{ sent: number; failed: number }> {
+      const context = Context.current();
+      const deadline = Date.now() + input.waitMs;
+      const counts = { sent: 0, failed: 0 };
+      while (Date.now() < deadline) {
+        context.heartbeat(counts);
+        const outcome = await mailNextQueued(deps);
+        if (outcome === 'none') await context.sleep(Math.min(MAILER_IDLE_POLL_MS, Math.max(0, deadline - Date.now())));
+        else counts[outcome] += 1;
+      }
+      return counts;
     },
   };
 }

@@ -17,6 +17,7 @@ import { Sale, SaleItem, SaleStockAllocation } from './sale.js';
 import { SalePaymentTotals } from './sale-payment-totals.js';
 import { PayoutAccount, Settlement, SettlementAdjustment, SettlementFile, SettlementSale } from './settlement.js';
 import { Ticket } from './ticket.js';
+import { TicketEmail } from './ticket-email.js';
 import { TicketStock } from './ticket-stock.js';
 import { TicketType } from './ticket-type.js';
 import { User } from './user.js';
@@ -59,6 +60,7 @@ export {
   SettlementFile,
   SettlementSale,
   Ticket,
+  TicketEmail,
   TicketStock,
   TicketType,
   User,
@@ -90,6 +92,7 @@ export const ALL_ENTITIES = [
   SaleItem,
   SaleStockAllocation,
   Ticket,
+  TicketEmail,
   PaymentAttempt,
   SalePaymentTotals,
   Webhook,

@@ -23,6 +23,7 @@ import { startLapsedHoldSweep } from './lapsed-hold-sweep.js';
 import { createProviders } from './providers.js';
 import { ensureReconcilerSchedule, ensureSettlementSweepSchedule } from './schedules.js';
 import { ensureSearchAttributes } from './search-attributes.js';
+import { startTicketMailer } from './ticket-mailer.js';
 import { startWebhookDispatcher } from './webhook-dispatcher.js';
 
 const env = loadEnv();
@@ -149,6 +150,7 @@ logger.info(
   'worker started',
 );
 await startWebhookDispatcher(temporal, env);
+await startTicketMailer(temporal, env);
 const lapsedHoldSweep = env.LAPSED_HOLD_SWEEP_ENABLED
   ? startLapsedHoldSweep({ orm, logger, intervalMs: env.LAPSED_HOLD_SWEEP_MS, batchSize: env.LAPSED_HOLD_SWEEP_BATCH })
   : null;

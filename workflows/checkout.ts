@@ -559,6 +559,7 @@ class SaleCheckout {
       provider: verdict.gateway,
       paymentRef: verdict.providerPaymentId,
       paymentStatus: verdict.rawStatus,
+      ...this.ticketEmailByMailer(),
     });
     if (result.paymentRefunded) return;
     const closedMeanwhile = !result.confirmed && (result.status === 'ABANDONED' || result.status === 'CANCELLED');
@@ -587,6 +588,7 @@ class SaleCheckout {
       paymentRef: verdict.providerPaymentId,
       paymentStatus: verdict.rawStatus,
       seatsBookedByCaller: true,
+      ...this.ticketEmailByMailer(),
     });
     if (late.outcome === 'confirmed') {
       this.paidWith = verdict.providerPaymentId;
@@ -725,9 +727,12 @@ class SaleCheckout {
 
   // ------------------------------------------------------------------------------------------------ tickets
 
-  /** Mails the tickets beside the story, not in front of it; the activity sends at most once per sale. */
+  /**
+   * Mails the tickets beside the story, not in front of it; the activity sends at most once per sale. A checkout
+   * started with `ticketsByMailer` left that to the ticket mailer when it confirmed the sale.
+   */
   private emailTickets(): void {
-    if (this.emailing) return;
+    if (this.emailing || this.input.ticketsByMailer) return;
     this.emailing = mail.emailTickets(this.input.saleId).then(
       () => undefined,
       (error: unknown) => {
@@ -735,6 +740,11 @@ class SaleCheckout {
         log.warn('the ticket email could not be sent; the buyer can ask for a resend', { saleId: this.input.saleId });
       },
     );
+  }
+
+  /** What a confirming step is told about the ticket email: owed to the ticket mailer, or (by default) not. */
+  private ticketEmailByMailer(): { queueTicketEmail?: true } {
+    return this.input.ticketsByMailer ? { queueTicketEmail: true } : {};
   }
 
   // ------------------------------------------------------------------------------------------------ handlers
@@ -783,7 +793,10 @@ class SaleCheckout {
       // Any item with seats calls the seat-map provider; a one-item request reads as before, so histories replay.
       const seated = reserveItemsOf(request).some((item) => (item.seats?.length ?? 0) > 0);
       const step = seated ? reserveOnTaskQueue : reserveInWorkflowTask;
-      const result = await step.reserveSale({ saleId: this.input.saleId, request });
+      const result = await step.reserveSale({
+        saleId: this.input.saleId,
+        request: this.input.ticketsByMailer ? { ...request, queueTicketEmail: true } : request,
+      });
       if (!result.ok) {
         this.phase = 'rejected';
         return result;

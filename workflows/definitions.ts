@@ -54,6 +54,12 @@ export interface CheckoutInput {
    * the run reads the sale's state instead of waiting for a reservation, then handles the payment.
    */
   resumeAfterClose?: boolean;
+  /**
+   * The ticket email is owed in the transaction that confirms the sale and sent by the ticket mailer
+   * (workflows/ticket-mailer.ts) instead of an activity of this execution: one workflow task and one activity less
+   * per purchase. Executions started without it (before it existed) mail their tickets themselves, and replay so.
+   */
+  ticketsByMailer?: boolean;
 }
 
 export interface BuyerDetails {
@@ -100,6 +106,8 @@ export interface ReserveRequest {
   paymentWindowMs: number | null;
   /** The API checked the buyer's virtual-queue turn for this date (X-Queue-Token). */
   queueTurnAdmitted?: boolean;
+  /** Set by the checkout, not the caller: a sale confirmed at once owes its ticket email to the ticket mailer. */
+  queueTicketEmail?: boolean;
 }
 
 /** The items of a reservation, whichever shape it was sent in (one-item requests and old histories carry none). */
@@ -401,6 +409,14 @@ export const refundStatusQuery = defineQuery<{ phase: RefundPhase; gatewayAttemp
 export const ticketResendWorkflowId = (ticketId: string): string => `ticket-resend/${ticketId}`;
 
 export const WEBHOOK_DISPATCHER_WORKFLOW_ID = 'webhook-dispatcher';
+
+export interface TicketMailerInput {
+  /** How long one mailing activity keeps sending and looking for queued emails before it returns (a long poll). */
+  pollWindowMs: number;
+}
+
+/** One ticket mailer per task queue: its activity sends with the mail settings of that queue's workers. */
+export const ticketMailerWorkflowId = (taskQueue: string): string => `ticket-mailer/${taskQueue}`;
 export const webhookDeliveryWorkflowId = (webhookId: string, eventId: string): string =>
   `webhook/${webhookId}/${eventId}`;
 export const idsFromWebhookDeliveryWorkflowId = (workflowId: string): { webhookId: string; eventId: string } | null => {

@@ -11,6 +11,7 @@ export { reconciler } from './reconciler.js';
 export { refund } from './refund.js';
 export { settlement } from './settlement.js';
 export { settlementSweep } from './settlement-sweep.js';
+export { ticketMailer } from './ticket-mailer.js';
 export { ticketResend } from './ticket-resend.js';
 export { webhookDelivery } from './webhook-delivery.js';
 export { webhookDispatcher } from './webhook-dispatcher.js';

@@ -173,7 +173,7 @@ export async function reserveThroughCheckout(
     const start = new WithStartWorkflowOperation<typeof checkout>('checkout', {
       workflowId: checkoutWorkflowId(saleId),
       taskQueue: services.env.TEMPORAL_TASK_QUEUE,
-      args: [{ saleId, latePaymentGraceMs: services.env.LATE_PAYMENT_GRACE_MS }],
+      args: [{ saleId, latePaymentGraceMs: services.env.LATE_PAYMENT_GRACE_MS, ticketsByMailer: true }],
       workflowIdConflictPolicy: keyed ? 'USE_EXISTING' : 'FAIL',
     });
     try {

@@ -1,8 +1,9 @@
 /**
  * What one card purchase costs the orchestration (issue 14), counted from its checkout's history: the gateway's own
  * records are judged as they are read (the card charge's answer, a notification the API has just re-read), so the
- * only task-queue activities are the charge and the ticket email; news of the payment that already confirmed the sale
- * does not even wake the checkout. Patch `checkout-news-already-read`, with a committed replay fixture.
+ * only task-queue activity is the charge; the ticket email is owed in the confirming transaction and sent by the
+ * ticket mailer (checkout input `ticketsByMailer`); news of the payment that already confirmed the sale does not
+ * even wake the checkout. Each step has a committed replay fixture.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -78,17 +79,17 @@ async function buyByCard(label: string) {
 }
 
 describe('a card purchase, counted from its checkout history', () => {
-  test('two task-queue activities (the charge and the ticket email), no second read of any payment', async () => {
+  test('one task-queue activity (the charge), no second read of any payment, the email sent by the mailer', async () => {
     const { order } = await buyByCard('card-cost');
     const events = await historyOf(order.saleId);
-    expect(activitiesOf(events)).toEqual(['chargeCard', 'emailTickets']);
-    // Reserve, charge accepted, charge answered, email sent; the card form is opened by the API alone. A fifth only
-    // when the gateway's notification overtakes the charge's answer.
-    expect(workflowTasksOf(events)).toBeLessThanOrEqual(5);
+    expect(activitiesOf(events)).toEqual(['chargeCard']);
+    // Reserve, charge accepted, charge answered (confirmed, and the execution ends); the card form is opened by the
+    // API alone. A fourth only when the gateway's notification overtakes the charge's answer.
+    expect(workflowTasksOf(events)).toBeLessThanOrEqual(4);
 
     const recorded = writeHistory(
       showHistory(api.env.TEMPORAL_ADDRESS, checkoutWorkflowId(order.saleId)),
-      'checkout-card-approved-news-already-read',
+      'checkout-card-approved-tickets-by-mailer',
       scratch,
     );
     expect(replayHistories([recorded]).map((result) => result.ok)).toEqual([true]);
@@ -134,7 +135,7 @@ describe('a card purchase, counted from its checkout history', () => {
       (run) => run.status.name === 'COMPLETED',
       20_000,
     );
-    expect(activitiesOf(await historyOf(order.saleId))).toEqual(['openPsePayment', 'emailTickets']);
+    expect(activitiesOf(await historyOf(order.saleId))).toEqual(['openPsePayment']);
   });
 
   test('opening a card payment is answered by the API: no update reaches the checkout, the opened attempt is recorded', async () => {

@@ -25,12 +25,14 @@ import {
   confirmAtBank,
   customerOrder,
   eventually,
+  inbox,
   orderBody,
   type PublishedEvent,
   publishEvent,
   reserveOrder,
   session,
   signInBuyer,
+  waitForMail,
 } from '../support/purchase.js';
 import { buyerIdOf, openPurchaseSession, seatedEvent, seatMapOf } from '../support/seats.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
@@ -436,6 +438,54 @@ describe('provider outages (gateway A and the seat map, side by side)', () => {
     expect(await attemptsOf(saleId)).toEqual([]);
   }, 150_000);
 });
+
+test('the mail server down when a card payment confirms: the sale is CONFIRMED at once, its email sent once when it is back', async () => {
+  const buyer = email('smtp-down');
+  const event = await publishEvent(api, organizer);
+  const token = await signInBuyer(api, buyer);
+  const order = (await reserveOrder(api, token, orderBody(event))).json().data as { saleId: string; reference: string };
+  ourSales.add(order.saleId);
+  const queueRow = async () =>
+    (
+      (await api.orm.em
+        .fork()
+        .execute('select attempts, last_error from ticket_email_queue where sale_id = ?', [order.saleId])) as Array<{
+        attempts: number;
+        last_error: string | null;
+      }>
+    )[0] ?? null;
+  const ticketEmails = async () =>
+    (await inbox(api.env.SANDBOX_URL, buyer)).filter((mail) => mail.subject.includes(order.reference));
+  await setFault('smtp', 'down');
+  try {
+    const headers = session(token);
+    await api.request({ method: 'POST', url: `/api/v1/customer/orders/${order.saleId}/payment`, headers });
+    const charged = await api.request({
+      method: 'POST',
+      url: `/api/v1/customer/orders/${order.saleId}/payment/card`,
+      headers,
+      payload: { token: await cardToken(api, 'APRO') },
+    });
+    expect(charged.json().data).toMatchObject({ status: 'approved', saleStatus: 'CONFIRMED' });
+    // The mailer tried, was refused (421) and keeps the email owed with a later attempt.
+    const owed = await eventually(queueRow, (row) => (row?.attempts ?? 0) >= 1, 20_000);
+    expect(owed?.last_error).toContain('mail');
+    expect(await ticketEmails()).toHaveLength(0);
+  } finally {
+    await setFault('smtp', 'ok');
+  }
+  const sent = await waitForMail(api.env.SANDBOX_URL, buyer, (mail) => mail.subject.includes(order.reference), 40_000);
+  expect(sent.attachments.filter((file) => file.contentType === 'image/png')).toHaveLength(1);
+  await eventually(queueRow, (row) => row === null);
+  await sleep(1000);
+  expect(await ticketEmails()).toHaveLength(1);
+  const stamped = (await api.orm.em
+    .fork()
+    .execute('select tickets_emailed_at from sales where id = ?', [order.saleId])) as Array<{
+    tickets_emailed_at: Date | null;
+  }>;
+  expect(stamped[0]?.tickets_emailed_at).not.toBeNull();
+}, 90_000);
 
 test('every gateway notification lost: pull reconciliation confirms the sale, never ABANDONED', async () => {
   const event = await publishEvent(api, organizer, { capacity: 5 });

@@ -1,5 +1,6 @@
 /**
- * Replay of the workflows around the checkout: cancellation, refund, purchase session and the webhook dispatcher.
+ * Replay of the workflows around the checkout: cancellation, refund, purchase session, the webhook dispatcher and the
+ * ticket mailer.
  * Fresh executions of each flow must replay deterministically against today's code, and
  * `RECORD_WORKFLOW_HISTORIES=1 npm test -- test/replay/operations-replay.test.ts -t '<scenario>'` commits their
  * histories as fixtures (new files only; see recorder.ts). The committed fixtures themselves are replayed with every
@@ -12,6 +13,7 @@ import {
   cancellationWorkflowId,
   purchaseSessionWorkflowId,
   refundWorkflowId,
+  ticketMailerWorkflowId,
   WEBHOOK_DISPATCHER_WORKFLOW_ID,
 } from '../../workflows/definitions.js';
 import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
@@ -154,5 +156,21 @@ test('purchase-session executions that continued as new replay deterministically
 
 test('the webhook dispatcher replays deterministically', async () => {
   const files = [record(WEBHOOK_DISPATCHER_WORKFLOW_ID, 'webhook-dispatcher')];
+  expect(replayHistories(files).map((result) => result.ok)).toEqual([true]);
+}, 120_000);
+
+test('the ticket mailer replays deterministically, after mailing a purchase', async () => {
+  const event = await publishEvent(api, organizer);
+  const token = await signInBuyer(api, `replay-mailer-${Math.random().toString(36).slice(2, 8)}@buyers.test`);
+  const order = (await reserveOrder(api, token, orderBody(event))).json().data as { saleId: string };
+  await payByCard(api, token, order.saleId);
+  const owed = async () =>
+    (await api.orm.em
+      .fork()
+      .execute('select count(*)::int as n from ticket_email_queue where sale_id = ?', [order.saleId])) as Array<{
+      n: number;
+    }>;
+  await eventually(owed, (rows) => rows[0]?.n === 0);
+  const files = [record(ticketMailerWorkflowId(api.env.TEMPORAL_TASK_QUEUE), 'ticket-mailer')];
   expect(replayHistories(files).map((result) => result.ok)).toEqual([true]);
 }, 120_000);

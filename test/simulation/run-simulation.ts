@@ -65,12 +65,12 @@ const activities = {
   reserveSale: async (input: { saleId: string; request: Parameters<World['reserveSale']>[1] }) =>
     worldOf(input.saleId).reserveSale(input.saleId, input.request),
   readSaleSnapshot: async (saleId: string) => worldOf(saleId).readSaleSnapshot(),
-  confirmSale: async (input: { saleId: string; paymentRef: string | null }) =>
-    worldOf(input.saleId).confirmSale(input.paymentRef),
+  confirmSale: async (input: { saleId: string; paymentRef: string | null; queueTicketEmail?: boolean }) =>
+    worldOf(input.saleId).confirmSale(input.paymentRef, input.queueTicketEmail === true),
   closeUnpaidSale: async (input: { saleId: string; to: 'ABANDONED' | 'CANCELLED' }) =>
     worldOf(input.saleId).closeUnpaidSale(input.to),
-  confirmLatePayment: async (input: { saleId: string; paymentRef: string | null }) =>
-    worldOf(input.saleId).confirmLatePayment(input.paymentRef),
+  confirmLatePayment: async (input: { saleId: string; paymentRef: string | null; queueTicketEmail?: boolean }) =>
+    worldOf(input.saleId).confirmLatePayment(input.paymentRef, input.queueTicketEmail === true),
   recordPaymentStatus: async () => undefined,
   flagGatewayBRenotification: async () => ({ flagged: false }),
   recordAttempt: async (input: {
@@ -227,6 +227,8 @@ async function runCase(client: Client, seed: number): Promise<CaseResult> {
     paymentPollMs: 80 + Math.floor(random() * 200),
     refundCheckMs: 40,
     reserveTimeoutMs: 10_000,
+    // Half the cases hand the ticket email to the mailer, half mail it from the checkout (executions started before).
+    ...(Math.floor(seed / 2) % 2 === 0 ? { ticketsByMailer: true } : {}),
   };
   const violations: string[] = [];
   const runIds = new Set<string>();

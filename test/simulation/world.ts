@@ -47,7 +47,9 @@ export interface WorldSale {
   /** Units this sale holds out of stock. */
   held: number;
   seats: 'free' | 'held' | 'booked';
+  /** Ticket emails sent by the checkout's activity, plus one when owed to the ticket mailer (it sends each once). */
   emails: number;
+  emailQueued: boolean;
 }
 
 export interface FaultRates {
@@ -217,6 +219,7 @@ export class World {
         held: request.quantity,
         seats: this.seated ? 'held' : 'free',
         emails: 0,
+        emailQueued: false,
       };
     }
     return this.#reserved();
@@ -251,7 +254,7 @@ export class World {
     };
   }
 
-  confirmSale(paymentRef: string | null) {
+  confirmSale(paymentRef: string | null, queueTicketEmail: boolean) {
     this.#databaseStep('confirm');
     const sale = this.sale!;
     if (this.#refundRecorded(paymentRef)) {
@@ -260,6 +263,7 @@ export class World {
     if (sale.status === 'PENDING') {
       sale.status = 'CONFIRMED';
       sale.paymentRef = paymentRef;
+      if (queueTicketEmail) this.#queueTicketEmail(sale);
       this.note(`confirmed by ${paymentRef}`);
     }
     return { confirmed: sale.status === 'CONFIRMED', status: sale.status, paymentRef: sale.paymentRef };
@@ -278,7 +282,14 @@ export class World {
     return { closed: true, status: to, unitsReturned: units };
   }
 
-  confirmLatePayment(paymentRef: string | null) {
+  /** The queue holds one row per sale (a second insert is a no-op) and the mailer sends each row once. */
+  #queueTicketEmail(sale: WorldSale): void {
+    if (sale.emailQueued) return;
+    sale.emailQueued = true;
+    sale.emails += 1;
+  }
+
+  confirmLatePayment(paymentRef: string | null, queueTicketEmail: boolean) {
     this.#databaseStep('late');
     const sale = this.sale!;
     if (this.#refundRecorded(paymentRef)) return { outcome: 'payment_refunded' as const, status: sale.status };
@@ -292,6 +303,7 @@ export class World {
     sale.held = sale.quantity;
     sale.status = 'CONFIRMED';
     sale.paymentRef = paymentRef;
+    if (queueTicketEmail) this.#queueTicketEmail(sale);
     this.note(`late confirmed by ${paymentRef}`);
     return { outcome: 'confirmed' as const, status: 'CONFIRMED' as const };
   }

@@ -96,7 +96,9 @@ async function notifyCheckout(services: ApiServices, saleId: string, notificatio
   await services.temporal.workflow.signalWithStart<typeof checkout, [PaymentNotification]>('checkout', {
     workflowId: checkoutWorkflowId(saleId),
     taskQueue: services.env.TEMPORAL_TASK_QUEUE,
-    args: [{ saleId, latePaymentGraceMs: services.env.LATE_PAYMENT_GRACE_MS, resumeAfterClose: true }],
+    args: [
+      { saleId, latePaymentGraceMs: services.env.LATE_PAYMENT_GRACE_MS, resumeAfterClose: true, ticketsByMailer: true },
+    ],
     signal: paymentNotificationSignal,
     signalArgs: [notification],
   });
