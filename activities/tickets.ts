@@ -109,6 +109,10 @@ const TICKET_EMAIL_FIRST_RETRY_MS = 5_000;
 const TICKET_EMAIL_MAX_RETRY_MS = 2 * 60_000;
 /** Sleep of the mailer's long poll between two looks at an empty queue. */
 const MAILER_IDLE_POLL_MS = 250;
+/** Emails one mailer sends at a time: a send mostly waits on the mail server. */
+const MAILER_CONCURRENCY = 8;
+/** How long a claimed email is the claiming mailer's; longer than a send's worst case (the SMTP timeouts). */
+const TICKET_EMAIL_LEASE_MS = 2 * 60_000;
 
 /**
  * Owes the buyer their tickets' email, inside the transaction that confirms the sale: the ticket mailer sends it. A
@@ -122,40 +126,39 @@ export async function queueTicketEmail(em: EntityManager, saleId: string): Promi
   );
 }
 
-type MailOutcome = 'sent' | 'failed' | 'none';
+/**
+ * Claims up to `limit` due emails of the queue for a lease (skip locked: mailers never wait on each other, and never
+ * claim the same email), so no transaction stays open while mail servers answer. An email whose mailer died is due
+ * again when its lease ends.
+ */
+async function claimDueTicketEmails(
+  deps: ActivityDeps,
+  limit: number,
+): Promise<Array<{ saleId: string; attempts: number }>> {
+  const rows = await deps.orm.em.fork().execute<{ sale_id: string; attempts: number }[]>(
+    `update ticket_email_queue set next_attempt_at = now() + (? * interval '1 millisecond')
+      where sale_id in (select sale_id from ticket_email_queue where next_attempt_at <= now()
+                         order by next_attempt_at limit ? for update skip locked)
+      returning sale_id, attempts`,
+    [TICKET_EMAIL_LEASE_MS, limit],
+  );
+  return rows.map((row) => ({ saleId: row.sale_id, attempts: row.attempts }));
+}
 
 /**
- * Sends the oldest due email of the queue. Its queue row stays locked (skip locked: mailers never wait on each other)
- * until the send is stamped and the row deleted, in one transaction. A send that fails, for any reason, rolls that
- * back and is tried again later with a doubling wait, so one bad email never holds up the others; it is given up
- * after TICKET_EMAIL_MAX_ATTEMPTS.
+ * Sends one claimed email and dequeues it (the send stamps the sale first: a crash in between sends again rather
+ * than never). A send that fails, for any reason, is tried again later with a doubling wait, so one bad email never
+ * holds up the others.
  */
-async function mailNextQueued(deps: ActivityDeps): Promise<MailOutcome> {
-  let failure: { saleId: string; attempts: number; error: unknown } | null = null;
-  const outcome = await deps.orm.em
-    .fork()
-    .transactional(async (tx): Promise<MailOutcome> => {
-      const due = await tx.execute<{ sale_id: string; attempts: number }[]>(
-        `select sale_id, attempts from ticket_email_queue where next_attempt_at <= now()
-          order by next_attempt_at limit 1 for update skip locked`,
-      );
-      const row = due[0];
-      if (!row) return 'none';
-      try {
-        await sendTicketEmail(deps, tx, row.sale_id);
-      } catch (error) {
-        failure = { saleId: row.sale_id, attempts: row.attempts + 1, error };
-        throw error;
-      }
-      await tx.execute('delete from ticket_email_queue where sale_id = ?', [row.sale_id]);
-      return 'sent';
-    })
-    .catch((error: unknown) => {
-      if (failure === null) throw error;
-      return 'failed' as const;
-    });
-  if (failure !== null) await rescheduleTicketEmail(deps, failure);
-  return outcome;
+async function mailClaimed(deps: ActivityDeps, claimed: { saleId: string; attempts: number }): Promise<boolean> {
+  try {
+    await sendTicketEmail(deps, deps.orm.em.fork(), claimed.saleId);
+  } catch (error) {
+    await rescheduleTicketEmail(deps, { saleId: claimed.saleId, attempts: claimed.attempts + 1, error });
+    return false;
+  }
+  await deps.orm.em.fork().execute('delete from ticket_email_queue where sale_id = ?', [claimed.saleId]);
+  return true;
 }
 
 async function rescheduleTicketEmail(
@@ -194,8 +197,9 @@ export function createTicketActivities(deps: ActivityDeps) {
     },
 
     /**
-     * The ticket mailer's long poll: sends queued ticket emails, oldest first, one at a time, until `waitMs` has
-     * passed, heartbeating as it goes so a worker that dies hands the poll to another within the heartbeat timeout.
+     * The ticket mailer's long poll: sends queued ticket emails, oldest first, MAILER_CONCURRENCY at a time, until
+     * `waitMs` has passed, heartbeating as it goes so a worker that dies hands the poll to another within the
+     * heartbeat timeout (and the emails it had claimed are due again when their lease ends).
      */
     async mailQueuedTickets(input: { waitMs: number }): Promise<{ sent: number; failed: number }> {
       const context = Context.current();
@@ -203,9 +207,13 @@ export function createTicketActivities(deps: ActivityDeps) {
       const counts = { sent: 0, failed: 0 };
       while (Date.now() < deadline) {
         context.heartbeat(counts);
-        const outcome = await mailNextQueued(deps);
-        if (outcome === 'none') await context.sleep(Math.min(MAILER_IDLE_POLL_MS, Math.max(0, deadline - Date.now())));
-        else counts[outcome] += 1;
+        const claimed = await claimDueTicketEmails(deps, MAILER_CONCURRENCY);
+        if (claimed.length === 0) {
+          await context.sleep(Math.min(MAILER_IDLE_POLL_MS, Math.max(0, deadline - Date.now())));
+          continue;
+        }
+        const sent = await Promise.all(claimed.map((email) => mailClaimed(deps, email)));
+        for (const ok of sent) counts[ok ? 'sent' : 'failed'] += 1;
       }
       return counts;
     },

@@ -257,7 +257,7 @@ try {
         .join(', ')}); history events p50 ${cost.historyEvents.p50}`,
     );
     log(
-      `  ${confirm.confirmed}/${confirm.paid} paid (of ${confirm.reservations} reserved) CONFIRMED at ${confirm.confirmationsPerSecond}/s; last after ${confirm.timeToLastConfirmedMs} ms; approved unconfirmed ${confirm.approvedUnconfirmed}; shed and retried ${confirm.shedRetries}`,
+      `  ${confirm.confirmed}/${confirm.paid} paid (of ${confirm.reservations} reserved) CONFIRMED at ${confirm.confirmationsPerSecond}/s; last after ${confirm.timeToLastConfirmedMs} ms; approved unconfirmed ${confirm.approvedUnconfirmed}; shed and retried ${confirm.shedRetries}; tickets emailed ${confirm.ticketsEmailed}, the last after ${confirm.timeToLastTicketEmailMs} ms`,
     );
   }
 
