@@ -99,6 +99,13 @@ const OPEN_KNOWN_FROM_DATABASE = 'checkout-open-known-from-database';
  * by this very payment, and left the refund to nobody or the tickets unsent. They replay that way.
  */
 const LATE_MONEY_AFTER_LOST_TASK = 'checkout-late-money-after-lost-task';
+/**
+ * Executions recorded before they compensated a reservation whose update never reached them. A reserve step can
+ * commit the sale and lose its workflow task with the worker (kill -9); if the server then drops the update (its
+ * registry does not outlive every failure) the execution waits out its reserve timeout and, without this, ended with
+ * the sale PENDING and its stock held until the reconciler or the lapsed-hold sweep found it. They replay that way.
+ */
+const LOST_RESERVATION = 'checkout-compensate-lost-reservation';
 
 /**
  * Short, idempotent database transactions run inside the workflow task (local activities): no task-queue round
@@ -290,7 +297,11 @@ class SaleCheckout {
     return this.status();
   }
 
-  /** The reserve update creates the sale; a reservation that failed half-way is compensated before ending. */
+  /**
+   * The reserve update creates the sale; a reservation that failed half-way, or whose update never arrived (a step
+   * may have committed it on a worker that died), is compensated before ending: a sale that is not there changes
+   * nothing.
+   */
   private async awaitReservation(): Promise<boolean> {
     await condition(
       () => this.phase !== 'awaiting_reservation' || this.reserving,
@@ -301,7 +312,8 @@ class SaleCheckout {
     await condition(() => !this.reserving);
     const phase = this.now();
     if (phase === 'reserved' || phase === 'confirmed') return true;
-    if (this.reserveFailed) {
+    const neverReached = phase === 'awaiting_reservation';
+    if (this.reserveFailed || (neverReached && patched(LOST_RESERVATION))) {
       const closed = await db.closeUnpaidSale({
         saleId: this.input.saleId,
         to: 'ABANDONED',
