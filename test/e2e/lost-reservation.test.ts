@@ -12,8 +12,9 @@ import { readOrderCatalog, reserveInTransaction } from '../../activities/reserva
 import type { checkout } from '../../workflows/checkout.js';
 import { checkoutWorkflowId } from '../../workflows/definitions.js';
 import { replayHistories, showHistory, writeHistory } from '../replay/recorder.js';
-import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
-import { eventually, type PublishedEvent, publishEvent, storefrontReserveRequest } from '../support/purchase.js';
+import { createOrganizer, type Organizer } from '../support/fixtures.js';
+import { eventually, publishEvent, storefrontReserveRequest } from '../support/purchase.js';
+import { available } from '../support/sales-ops.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
 let api: TestApi;
@@ -27,15 +28,6 @@ afterAll(async () => {
   await api.close();
   rmSync(scratch, { recursive: true, force: true });
 });
-
-const available = async (event: PublishedEvent): Promise<number> =>
-  (
-    await api.request({
-      method: 'GET',
-      url: `/api/v1/ticket-types/${event.ticketTypeId}`,
-      headers: bearer(organizer.key),
-    })
-  ).json().data.available;
 
 const statusOf = async (saleId: string): Promise<string | undefined> =>
   (await api.orm.em.fork().execute<{ status: string }[]>('select status from sales where id = ?', [saleId]))[0]?.status;
@@ -52,7 +44,7 @@ test('a sale committed by a reserve step whose update was lost is closed by its 
   const catalog = await readOrderCatalog(em, request);
   await em.transactional((tx) => reserveInTransaction(tx, saleId, request, new Date(), catalog));
   expect(await statusOf(saleId)).toBe('PENDING');
-  expect(await available(event)).toBe(3);
+  expect(await available(api, organizer, event.ticketTypeId)).toBe(3);
 
   // Its execution, whose reserve update never arrives.
   const handle = await api.services.temporal.workflow.start<typeof checkout>('checkout', {
@@ -62,12 +54,8 @@ test('a sale committed by a reserve step whose update was lost is closed by its 
   });
   await handle.result();
   expect(await statusOf(saleId)).toBe('ABANDONED');
-  expect(
-    await eventually(
-      () => available(event),
-      (units) => units === 4,
-    ),
-  ).toBe(4);
+  const units = () => available(api, organizer, event.ticketTypeId);
+  expect(await eventually(units, (left) => left === 4)).toBe(4);
   expect((await handle.describe()).status.name).toBe('COMPLETED');
 
   // Patch `checkout-compensate-lost-reservation`: the committed fixture of this path replays with the others.

@@ -34,6 +34,7 @@ import {
   signInBuyer,
   waitForMail,
 } from '../support/purchase.js';
+import { payByCard } from '../support/sales-ops.js';
 import { buyerIdOf, openPurchaseSession, seatedEvent, seatMapOf } from '../support/seats.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 import { type FaultStack, faultLog, startFaultStack } from './harness.js';
@@ -458,15 +459,7 @@ test('the mail server down when a card payment confirms: the sale is CONFIRMED a
     (await inbox(api.env.SANDBOX_URL, buyer)).filter((mail) => mail.subject.includes(order.reference));
   await setFault('smtp', 'down');
   try {
-    const headers = session(token);
-    await api.request({ method: 'POST', url: `/api/v1/customer/orders/${order.saleId}/payment`, headers });
-    const charged = await api.request({
-      method: 'POST',
-      url: `/api/v1/customer/orders/${order.saleId}/payment/card`,
-      headers,
-      payload: { token: await cardToken(api, 'APRO') },
-    });
-    expect(charged.json().data).toMatchObject({ status: 'approved', saleStatus: 'CONFIRMED' });
+    expect(await payByCard(api, token, order.saleId)).toMatchObject({ status: 'approved', saleStatus: 'CONFIRMED' });
     // The mailer tried, was refused (421) and keeps the email owed with a later attempt.
     const owed = await eventually(queueRow, (row) => (row?.attempts ?? 0) >= 1, 20_000);
     expect(owed?.last_error).toContain('mail');
