@@ -150,7 +150,10 @@ async function claimDueTicketEmails(
  * than never). A send that fails, for any reason, is tried again later with a doubling wait, so one bad email never
  * holds up the others.
  */
-async function mailClaimed(deps: ActivityDeps, claimed: { saleId: string; attempts: number }): Promise<boolean> {
+export async function mailClaimedTicketEmail(
+  deps: ActivityDeps,
+  claimed: { saleId: string; attempts: number },
+): Promise<boolean> {
   try {
     await sendTicketEmail(deps, deps.orm.em.fork(), claimed.saleId);
   } catch (error) {
@@ -212,7 +215,7 @@ export function createTicketActivities(deps: ActivityDeps) {
           await context.sleep(Math.min(MAILER_IDLE_POLL_MS, Math.max(0, deadline - Date.now())));
           continue;
         }
-        const sent = await Promise.all(claimed.map((email) => mailClaimed(deps, email)));
+        const sent = await Promise.all(claimed.map((email) => mailClaimedTicketEmail(deps, email)));
         for (const ok of sent) counts[ok ? 'sent' : 'failed'] += 1;
       }
       return counts;
