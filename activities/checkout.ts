@@ -15,10 +15,9 @@ import {
 } from '../workflows/definitions.js';
 import { rejectUnfixableDatabaseErrors } from './db-errors.js';
 import type { ActivityDeps } from './deps.js';
-import { appendSaleEvent } from './outbox.js';
 import { type OrderCatalog, Rejected, readOrderCatalog, reject, reserveInTransaction } from './reservation.js';
 import { isSeatRefusal, minutesUntil, seatMap, seatsOfSale } from './seats.js';
-import { issueTickets, queueTicketEmail } from './tickets.js';
+import { recordConfirmation } from './tickets.js';
 
 export const toReserved = (sale: ISale): ReservedSale => reservedSaleOf(sale);
 
@@ -260,9 +259,7 @@ export function createCheckoutActivities(deps: ActivityDeps) {
           [input.provider, input.paymentRef, input.paymentStatus, input.saleId],
         );
         if (updated.length > 0) {
-          await issueTickets(tx, input.saleId);
-          await appendSaleEvent(tx, 'sale.confirmed', input.saleId);
-          if (input.queueTicketEmail) await queueTicketEmail(tx, input.saleId);
+          await recordConfirmation(tx, input.saleId, input);
           return { confirmed: true, status: 'CONFIRMED' as const, paymentRef: input.paymentRef };
         }
         const sale = await tx.findOneOrFail(Sale, { id: input.saleId }, ANY_TENANT);
@@ -362,9 +359,7 @@ export function createCheckoutActivities(deps: ActivityDeps) {
                payment_ref = ?, payment_status = ?, closed_at = null where id = ?`,
             [input.provider, input.paymentRef, input.paymentStatus, input.saleId],
           );
-          await issueTickets(tx, input.saleId);
-          await appendSaleEvent(tx, 'sale.confirmed', input.saleId);
-          if (input.queueTicketEmail) await queueTicketEmail(tx, input.saleId);
+          await recordConfirmation(tx, input.saleId, input);
           return { outcome: 'confirmed' as const, status: 'CONFIRMED' as const };
         });
       } catch (error) {

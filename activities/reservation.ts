@@ -29,8 +29,7 @@ import {
   type ReserveRequest,
   reserveItemsOf,
 } from '../workflows/definitions.js';
-import { appendSaleEvent } from './outbox.js';
-import { issueTickets, queueTicketEmail } from './tickets.js';
+import { recordConfirmation } from './tickets.js';
 
 /** A refusal of the order: thrown out of the transaction (rolling it back) and answered to the workflow as is. */
 export class Rejected extends Error {
@@ -451,11 +450,7 @@ export async function reserveInTransaction(
 ): Promise<ISale> {
   const { sale, order } = await writeCheckedSale(tx, saleId, request, now, catalog);
   await takeOrderStock(tx, sale.id, order);
-  if (sale.status === 'CONFIRMED') {
-    await issueTickets(tx, sale.id);
-    await appendSaleEvent(tx, 'sale.confirmed', sale.id);
-    if (request.queueTicketEmail) await queueTicketEmail(tx, sale.id);
-  }
+  if (sale.status === 'CONFIRMED') await recordConfirmation(tx, sale.id, request);
   return sale;
 }
 

@@ -8,6 +8,7 @@ import { newId } from '../entities/ids.js';
 import { Event, EventDate, Sale, SaleItem, Ticket } from '../entities/index.js';
 import { isProviderError } from '../integrations/errors.js';
 import type { ActivityDeps } from './deps.js';
+import { appendSaleEvent } from './outbox.js';
 import { ticketQrPng } from './ticket-qr.js';
 
 /**
@@ -45,6 +46,21 @@ export async function issueTickets(em: EntityManager, saleId: string): Promise<n
     rows,
   );
   return inserted.length;
+}
+
+/**
+ * Everything a sale's confirmation writes beside its status, in the confirming transaction: its tickets, the
+ * organizer's `sale.confirmed` event and, when the checkout hands its email to the ticket mailer, the owed email.
+ * The reservation (free orders), the payment and the late payment confirm through here.
+ */
+export async function recordConfirmation(
+  tx: EntityManager,
+  saleId: string,
+  options: { queueTicketEmail?: boolean | undefined },
+): Promise<void> {
+  await issueTickets(tx, saleId);
+  await appendSaleEvent(tx, 'sale.confirmed', saleId);
+  if (options.queueTicketEmail) await queueTicketEmail(tx, saleId);
 }
 
 /**
@@ -118,7 +134,7 @@ const TICKET_EMAIL_LEASE_MS = 2 * 60_000;
  * Owes the buyer their tickets' email, inside the transaction that confirms the sale: the ticket mailer sends it. A
  * second insert for the same sale is a no-op.
  */
-export async function queueTicketEmail(em: EntityManager, saleId: string): Promise<void> {
+async function queueTicketEmail(em: EntityManager, saleId: string): Promise<void> {
   await em.execute(
     `insert into ticket_email_queue (sale_id, queued_at, next_attempt_at, attempts)
      values (?, now(), now(), 0) on conflict (sale_id) do nothing`,

@@ -32,6 +32,7 @@ import {
   reserveOrder,
   session,
   signInBuyer,
+  untilTicketEmailSent,
   waitForMail,
 } from '../support/purchase.js';
 import { payByCard } from '../support/sales-ops.js';
@@ -469,7 +470,7 @@ test('the mail server down when a card payment confirms: the sale is CONFIRMED a
   }
   const sent = await waitForMail(api.env.SANDBOX_URL, buyer, (mail) => mail.subject.includes(order.reference), 40_000);
   expect(sent.attachments.filter((file) => file.contentType === 'image/png')).toHaveLength(1);
-  await eventually(queueRow, (row) => row === null);
+  await untilTicketEmailSent(api, order.saleId);
   await sleep(1000);
   expect(await ticketEmails()).toHaveLength(1);
   const stamped = (await api.orm.em

@@ -11,7 +11,7 @@ import { mailClaimedTicketEmail, TICKET_EMAIL_MAX_ATTEMPTS } from '../../activit
 import { ProviderError } from '../../integrations/errors.js';
 import { createProviders } from '../../worker/providers.js';
 import { createOrganizer, type Organizer } from '../support/fixtures.js';
-import { eventually, publishEvent } from '../support/purchase.js';
+import { publishEvent, untilTicketEmailSent } from '../support/purchase.js';
 import { payByCard, reserve } from '../support/sales-ops.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
@@ -58,14 +58,8 @@ async function owedEmail(attempts: number): Promise<string> {
   const event = await publishEvent(api, organizer);
   const { token, order } = await reserve(api, event, 'mailer');
   await payByCard(api, token, order.saleId);
+  await untilTicketEmailSent(api, order.saleId);
   const em = api.orm.em.fork();
-  await eventually(
-    () =>
-      em.execute<{ n: number }[]>('select count(*)::int as n from ticket_email_queue where sale_id = ?', [
-        order.saleId,
-      ]),
-    (rows) => rows[0]?.n === 0,
-  );
   await em.execute('update sales set tickets_emailed_at = null where id = ?', [order.saleId]);
   await em.execute(
     `insert into ticket_email_queue (sale_id, queued_at, next_attempt_at, attempts)

@@ -17,7 +17,15 @@ import {
   WEBHOOK_DISPATCHER_WORKFLOW_ID,
 } from '../../workflows/definitions.js';
 import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
-import { eventually, orderBody, publishEvent, reserveOrder, session, signInBuyer } from '../support/purchase.js';
+import {
+  eventually,
+  orderBody,
+  publishEvent,
+  reserveOrder,
+  session,
+  signInBuyer,
+  untilTicketEmailSent,
+} from '../support/purchase.js';
 import { complimentary, payByCard, reserve } from '../support/sales-ops.js';
 import { buyerIdOf, openPurchaseSession, seatedEvent, seatMapOf } from '../support/seats.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
@@ -164,13 +172,7 @@ test('the ticket mailer replays deterministically, after mailing a purchase', as
   const token = await signInBuyer(api, `replay-mailer-${Math.random().toString(36).slice(2, 8)}@buyers.test`);
   const order = (await reserveOrder(api, token, orderBody(event))).json().data as { saleId: string };
   await payByCard(api, token, order.saleId);
-  const owed = async () =>
-    (await api.orm.em
-      .fork()
-      .execute('select count(*)::int as n from ticket_email_queue where sale_id = ?', [order.saleId])) as Array<{
-      n: number;
-    }>;
-  await eventually(owed, (rows) => rows[0]?.n === 0);
+  await untilTicketEmailSent(api, order.saleId);
   const files = [record(ticketMailerWorkflowId(api.env.TEMPORAL_TASK_QUEUE), 'ticket-mailer')];
   expect(replayHistories(files).map((result) => result.ok)).toEqual([true]);
 }, 120_000);

@@ -209,3 +209,12 @@ export const storefrontReserveRequest = (
   confirmImmediately: false,
   complimentary: false,
 });
+
+/** Waits until the ticket mailer has sent the sale's ticket email: its row has left the queue. */
+export async function untilTicketEmailSent(api: TestApi, saleId: string): Promise<void> {
+  const owed = () =>
+    api.orm.em
+      .fork()
+      .execute<{ n: number }[]>('select count(*)::int as n from ticket_email_queue where sale_id = ?', [saleId]);
+  await eventually(owed, (rows) => rows[0]?.n === 0);
+}
