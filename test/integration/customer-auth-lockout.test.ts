@@ -4,7 +4,8 @@
  * address leaves the owner's budget at their own address intact. The client address is the socket's (fastify inject
  * `remoteAddress`); X-Forwarded-For is trusted only from loopback (TRUST_PROXY), which these addresses are not.
  */
-import { randomInt, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { uniqueClientAddress } from '../support/fixtures.js';
 import { type InboxMessage, inbox } from '../support/purchase.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
@@ -16,10 +17,10 @@ afterAll(async () => {
   await api?.close();
 });
 
-/** Addresses of their own per test (documentation ranges): the limits live in Redis, shared by every suite of a run. */
-const stranger = () => `198.51.100.${randomInt(1, 255)}`;
-const owner = () => `203.0.113.${randomInt(1, 255)}`;
-const sprayer = () => `192.0.2.${randomInt(1, 255)}`;
+/** Addresses of their own per test: the limits live in Redis, shared by every suite of a run. */
+const stranger = uniqueClientAddress;
+const owner = uniqueClientAddress;
+const sprayer = uniqueClientAddress;
 const victimEmail = () => `victim-${randomUUID().slice(0, 8)}@x.test`;
 
 const requestCode = (email: string, remoteAddress: string) =>

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Role, Scope } from '../../domain/roles.js';
 import { mintApiKey } from '../../entities/api-key.js';
@@ -69,3 +69,13 @@ export async function addMembership(em: EntityManager, userId: string, workspace
 }
 
 export const bearer = (key: string): Record<string, string> => ({ authorization: `Bearer ${key}` });
+
+/**
+ * A client address no other test of the run uses: a random /64 of the IPv6 documentation prefix (per-IP limits count
+ * an IPv6 client by its /64). Limits live in Redis, shared by every suite of a run, so a small IPv4 range picked at
+ * random can land on an address another suite has already spent.
+ */
+export const uniqueClientAddress = (): string => {
+  const group = () => randomInt(0, 0x10000).toString(16);
+  return `2001:db8:${group()}:${group()}::1`;
+};
