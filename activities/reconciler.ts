@@ -12,6 +12,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type { SignalDefinition } from '@temporalio/common';
 import { reconcilerMetrics } from '../observability/metrics.js';
 import {
+  CHECKOUTS_STARTED_NOW,
   type CheckoutInput,
   type CheckoutStatus,
   checkoutWorkflowId,
@@ -127,7 +128,7 @@ export function createReconcilerActivities(deps: ActivityDeps) {
     saleId,
     latePaymentGraceMs: deps.env.LATE_PAYMENT_GRACE_MS,
     resumeAfterClose: true,
-    ticketsByMailer: true,
+    ...CHECKOUTS_STARTED_NOW,
   });
 
   const notification = (gateway: Gateway, providerPaymentId: string | null, key: string): PaymentNotification => {

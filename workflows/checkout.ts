@@ -185,6 +185,9 @@ const unavailable = (reason: string, message: string): PaymentUnavailable => ({
 
 const isGiveUp = (error: unknown): error is ActivityFailure => error instanceof ActivityFailure;
 
+/** The end of a turn nobody took: executions started without `stepsTakeTurns` never wait for one. */
+const NO_TURN = (): void => undefined;
+
 /** The earliest of these instants still ahead (workflow time), or null when none is. */
 function earliestFuture(instantsMs: Array<number | null>): number | null {
   const ahead = instantsMs.filter((at): at is number => at !== null && at > Date.now());
@@ -278,6 +281,8 @@ class SaleCheckout {
   private owedRetryMs: number | null = null;
   private lateListeningUntilMs: number | null = null;
   private emailing: Promise<void> | null = null;
+  /** Who holds the turn (see `CheckoutInput.stepsTakeTurns`); null while nobody does. */
+  private turnHolder: object | null = null;
 
   constructor(private readonly input: CheckoutInput) {
     this.pullIntervalMs = input.paymentPollMs ?? DEFAULT_PAYMENT_POLL_MS;
@@ -355,14 +360,19 @@ class SaleCheckout {
         this.msUntil(deadline, this.nextPullAtMs),
         this.nextPullAtMs !== null && this.nextPullAtMs < deadline ? 'ask the gateway again' : 'payment window ends',
       );
-      await this.processInbox();
-      if (this.now() !== 'reserved') break;
-      if (this.checkRequested || this.pullDue()) await this.pullFromGateway();
-      if (this.now() !== 'reserved') break;
-      const release = this.releaseRequest;
-      if (release === 'organizer_cancel') await this.closeUnpaid('CANCELLED', 'cancelled by the organizer');
-      else if (release === 'buyer_release') await this.closeUnpaid('ABANDONED', 'released by the buyer');
-      else if (Date.now() >= deadline) await this.closeUnpaid('ABANDONED', 'payment window expired');
+      const endTurn = this.input.stepsTakeTurns ? await this.takeTurn() : NO_TURN;
+      try {
+        await this.processInbox();
+        if (this.now() !== 'reserved') break;
+        if (this.checkRequested || this.pullDue()) await this.pullFromGateway();
+        if (this.now() !== 'reserved') break;
+        const release = this.releaseRequest;
+        if (release === 'organizer_cancel') await this.closeUnpaid('CANCELLED', 'cancelled by the organizer');
+        else if (release === 'buyer_release') await this.closeUnpaid('ABANDONED', 'released by the buyer');
+        else if (Date.now() >= deadline) await this.closeUnpaid('ABANDONED', 'payment window expired');
+      } finally {
+        endTurn();
+      }
     }
   }
 
@@ -395,11 +405,16 @@ class SaleCheckout {
           graceEnds ? 'late-payment grace ends' : 'ask the gateway again',
         );
       }
-      await this.processInbox();
-      const graceOver = Date.now() >= (this.lateListeningUntilMs ?? 0);
-      if (this.checkRequested || (owed() && this.pullDue()) || (graceOver && lastAskOwed && closedUnpaid())) {
-        lastAskOwed = false;
-        await this.pullFromGateway();
+      const endTurn = this.input.stepsTakeTurns ? await this.takeTurn() : NO_TURN;
+      try {
+        await this.processInbox();
+        const graceOver = Date.now() >= (this.lateListeningUntilMs ?? 0);
+        if (this.checkRequested || (owed() && this.pullDue()) || (graceOver && lastAskOwed && closedUnpaid())) {
+          lastAskOwed = false;
+          await this.pullFromGateway();
+        }
+      } finally {
+        endTurn();
       }
       const listening = (closedUnpaid() && Date.now() < (this.lateListeningUntilMs ?? 0)) || owed();
       if (!listening && this.inbox.length === 0 && !this.checkRequested) {
@@ -781,11 +796,13 @@ class SaleCheckout {
         }
       },
     });
-    setHandler(openPaymentUpdate, () => this.openPayment(), { validator: () => this.assertPayable() });
-    setHandler(openPseUpdate, (options) => this.openPse(options.methods ?? 'pse'), {
+    setHandler(openPaymentUpdate, () => this.paying(() => this.openPayment()), {
+      validator: () => this.assertPayable(),
+    });
+    setHandler(openPseUpdate, (options) => this.paying(() => this.openPse(options.methods ?? 'pse')), {
       validator: (_options) => this.assertPayable(),
     });
-    setHandler(chargeCardUpdate, (request) => this.chargeCard(request), {
+    setHandler(chargeCardUpdate, (request) => this.paying((endTurn) => this.chargeCard(request, endTurn)), {
       validator: (_request) => this.assertPayable(),
     });
     setHandler(releaseUpdate, (request) => this.release(request.reason), {
@@ -957,9 +974,10 @@ class SaleCheckout {
 
   /**
    * Charges a card and answers with what the charge did to the sale. A charge that completes after the window
-   * closed is late money like any other (confirmed if stock remains, else refunded), and the answer says so.
+   * closed is late money like any other (confirmed if stock remains, else refunded), and the answer says so. The
+   * charge's news is judged by the story, so the turn (if taken) ends before waiting for that judgement.
    */
-  private async chargeCard(request: Parameters<PaymentActivities['chargeCard']>[0]['request']) {
+  private async chargeCard(request: Parameters<PaymentActivities['chargeCard']>[0]['request'], endTurn: () => void) {
     const rail = await this.railFor('any');
     if (typeof rail !== 'string') return rail;
     if (rail !== 'GATEWAY_A') {
@@ -1001,6 +1019,7 @@ class SaleCheckout {
       dedupeKey: `charge:${payment.id}`,
       ...(payment.verdict && patched(NEWS_ALREADY_READ) ? { verdict: payment.verdict } : {}),
     });
+    endTurn();
     await condition(() => this.settledPayments.has(payment.id));
     const refunded = this.givenBack.has(payment.id);
     return {
@@ -1017,6 +1036,41 @@ class SaleCheckout {
     this.releaseRequest = reason;
     await condition(() => this.phase !== 'reserved');
     return { ok: true, saleStatus: PHASE_TO_STATUS[this.phase] ?? 'ABANDONED' };
+  }
+
+  // ------------------------------------------------------------------------------------------------ turns
+
+  /**
+   * Waits for the turn and takes it; the end it returns may be called more than once. Callers without
+   * `stepsTakeTurns` never call it, so executions started before it run (and replay) with their own microtask order.
+   */
+  private async takeTurn(): Promise<() => void> {
+    while (this.turnHolder !== null) await condition(() => this.turnHolder === null);
+    const holder = {};
+    this.turnHolder = holder;
+    return () => {
+      if (this.turnHolder === holder) this.turnHolder = null;
+    };
+  }
+
+  /**
+   * Runs a payment request in its turn; without `stepsTakeTurns` it runs at once, returning the request's own promise
+   * so executions started before replay with the same microtask order.
+   */
+  private paying<T>(request: (endTurn: () => void) => Promise<T>): Promise<T> {
+    if (!this.input.stepsTakeTurns) return request(NO_TURN);
+    return this.payInTurn(request);
+  }
+
+  /** A payment request that waited for the turn is refused if the story closed the sale meanwhile. */
+  private async payInTurn<T>(request: (endTurn: () => void) => Promise<T>): Promise<T> {
+    const endTurn = await this.takeTurn();
+    try {
+      this.assertPayable();
+      return await request(endTurn);
+    } finally {
+      endTurn();
+    }
   }
 
   // ------------------------------------------------------------------------------------------------ state

@@ -60,7 +60,20 @@ export interface CheckoutInput {
    * per purchase. Executions started without it (before it existed) mail their tickets themselves, and replay so.
    */
   ticketsByMailer?: boolean;
+  /**
+   * The payment handlers' steps (rail, open, charge and their records) and the story's decisions (news, asks of the
+   * gateway, the deadline) take turns instead of running side by side. A local step that outlives a workflow task
+   * lost on a starved worker can be replayed as resolved before a timer it was resolved after; while nothing else
+   * decides until it ends, both orders give the same commands. Executions started without it replay as they ran.
+   */
+  stepsTakeTurns?: boolean;
 }
+
+/** What every checkout started now opts into; executions started before replay with what their input said. */
+export const CHECKOUTS_STARTED_NOW = {
+  ticketsByMailer: true,
+  stepsTakeTurns: true,
+} as const satisfies Partial<CheckoutInput>;
 
 export interface BuyerDetails {
   name: string;

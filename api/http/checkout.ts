@@ -9,6 +9,7 @@ import { firstSoldOutType } from '../../entities/stock.js';
 import { apiSaleMetrics } from '../../observability/metrics.js';
 import type { checkout } from '../../workflows/checkout.js';
 import {
+  CHECKOUTS_STARTED_NOW,
   checkoutWorkflowId,
   DATABASE_REJECTED_FAILURE,
   type ReservedSale,
@@ -173,7 +174,7 @@ export async function reserveThroughCheckout(
     const start = new WithStartWorkflowOperation<typeof checkout>('checkout', {
       workflowId: checkoutWorkflowId(saleId),
       taskQueue: services.env.TEMPORAL_TASK_QUEUE,
-      args: [{ saleId, latePaymentGraceMs: services.env.LATE_PAYMENT_GRACE_MS, ticketsByMailer: true }],
+      args: [{ saleId, latePaymentGraceMs: services.env.LATE_PAYMENT_GRACE_MS, ...CHECKOUTS_STARTED_NOW }],
       workflowIdConflictPolicy: keyed ? 'USE_EXISTING' : 'FAIL',
     });
     try {

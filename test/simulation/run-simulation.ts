@@ -86,7 +86,10 @@ const activities = {
     eligibleForB: true,
   }),
   buildPaymentConfiguration: async (input: { saleId: string }) => {
-    await sleep(worldOf(input.saleId).openDelayMs());
+    const delayMs = worldOf(input.saleId).openDelayMs();
+    // A starved worker process: nothing else of it runs (no workflow task answered, no step reported) meanwhile.
+    if (BLOCKING_OPENS && delayMs > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delayMs);
+    else await sleep(delayMs);
     return paymentConfiguration(input.saleId);
   },
   publicKey: 'simulated',
@@ -158,6 +161,8 @@ const FAILURE_DIR = process.env.SIM_FAILURE_DIR ?? '';
  * SIM_FAILURE_DIR too (one way to record a replay fixture of a path only a race reaches).
  */
 const KEEP_MARKER = process.env.SIM_KEEP_MARKER ?? '';
+/** SIM_BLOCKING_OPENS=true: a slow open blocks the worker's whole process, as a starved box does, instead of waiting. */
+const BLOCKING_OPENS = process.env.SIM_BLOCKING_OPENS === 'true';
 /**
  * One case in four runs with short workflow tasks (2 s) and payment opens of up to 3 s: a local step then outlives a
  * workflow-task heartbeat (80% of the timeout), as a database outage does against the default 10 s, and deadlines,
@@ -173,6 +178,13 @@ function taskTimingOf(seed: number): { workflowTaskTimeoutMs: number; slowOpenMa
     workflowTaskTimeoutMs: Number(process.env.SIM_WORKFLOW_TASK_TIMEOUT_MS ?? chosen.workflowTaskTimeoutMs),
     slowOpenMaxMs: Number(process.env.SIM_SLOW_OPEN_MAX_MS ?? chosen.slowOpenMaxMs),
   };
+}
+
+/** SIM_STEPS_TAKE_TURNS=all|none overrides the share of cases whose checkouts take turns (see CheckoutInput). */
+function takesTurns(seed: number): boolean {
+  const chosen = process.env.SIM_STEPS_TAKE_TURNS;
+  if (chosen === 'all' || chosen === 'none') return chosen === 'all';
+  return Math.floor(seed / 4) % 4 !== 0;
 }
 
 /** The patch ids a history's markers carry (in each marker's `patch-data` payload). */
@@ -229,6 +241,8 @@ async function runCase(client: Client, seed: number): Promise<CaseResult> {
     reserveTimeoutMs: 10_000,
     // Half the cases hand the ticket email to the mailer, half mail it from the checkout (executions started before).
     ...(Math.floor(seed / 2) % 2 === 0 ? { ticketsByMailer: true } : {}),
+    // Three cases in four take turns, as executions started now do; the others run as executions started before.
+    ...(takesTurns(seed) ? { stepsTakeTurns: true } : {}),
   };
   const violations: string[] = [];
   const runIds = new Set<string>();

@@ -20,6 +20,7 @@ import { parseGatewayBWebhook } from '../../../integrations/gateway-b/client.js'
 import { verifyGatewayBWebhook } from '../../../integrations/gateway-b/signature.js';
 import type { checkout } from '../../../workflows/checkout.js';
 import {
+  CHECKOUTS_STARTED_NOW,
   checkoutWorkflowId,
   type PaymentNotification,
   paymentNotificationSignal,
@@ -97,7 +98,12 @@ async function notifyCheckout(services: ApiServices, saleId: string, notificatio
     workflowId: checkoutWorkflowId(saleId),
     taskQueue: services.env.TEMPORAL_TASK_QUEUE,
     args: [
-      { saleId, latePaymentGraceMs: services.env.LATE_PAYMENT_GRACE_MS, resumeAfterClose: true, ticketsByMailer: true },
+      {
+        saleId,
+        latePaymentGraceMs: services.env.LATE_PAYMENT_GRACE_MS,
+        resumeAfterClose: true,
+        ...CHECKOUTS_STARTED_NOW,
+      },
     ],
     signal: paymentNotificationSignal,
     signalArgs: [notification],
