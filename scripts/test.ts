@@ -17,7 +17,7 @@ import { startTemporalDevServer } from './support/temporal.js';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /**
  * Fault files whose faults hit only processes of their own (each kills or restarts its own worker, API or Temporal
- * server, on its own task queue) run side by side. The others run one at a time, alone: they restart the machine's
+ * server, on its own task queue, or starves a simulation's own worker) run side by side. The others run one at a time, alone: they restart the machine's
  * PostgreSQL or Redis, or flip the shared sandbox's global fault switches (gateway down, notifications lost), which
  * would hit every test running meanwhile.
  */
@@ -26,6 +26,7 @@ const SIDE_BY_SIDE_FAULTS = [
   'test/faults/worker-kill.test.ts',
   'test/faults/temporal-restart.test.ts',
   'test/faults/two-workers.test.ts',
+  'test/faults/starved-worker.test.ts',
 ];
 const jestArgs = process.argv.slice(2);
 const focused = jestArgs.some((arg) => !arg.startsWith('-'));
