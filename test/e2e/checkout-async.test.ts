@@ -104,11 +104,18 @@ describe('PSE bank transfer settles asynchronously (contract 4.4)', () => {
     const event = await publishEvent(api, organizer);
     const { token, order } = await reserve(api, event, 'pse-no');
     await payAtBank(api, token, order.saleId);
-    await control('/gateway-a/pse/settle', { reference: order.reference, outcome: 'rejected' });
+    const settled = await control('/gateway-a/pse/settle', { reference: order.reference, outcome: 'rejected' });
+    expect(settled.status).toBe(200);
+    // The rule, not a latency: a first delivery refused on a starved box is sent again after 1, 5 and 15 s, and the
+    // checkout asks the gateway itself every 30 s while a payment is open. The delivery record says which it was.
     const rejected = await eventually(
       () => orderOf(api, token, order.saleId),
       (o) => o.paymentStatus === 'rejected',
-    );
+      45_000,
+    ).catch(async (error: Error) => {
+      const { data } = (await settled.json()) as { data: { notification: unknown } };
+      throw new Error(`${error.message}\nnotification delivery: ${JSON.stringify(data.notification)}`);
+    });
     expect(rejected.status).toBe('PENDING');
   });
 });
