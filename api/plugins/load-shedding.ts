@@ -3,6 +3,9 @@
  * delay or utilization above LOAD_SHED_*), every new request is answered at once with 503 SERVICE_UNAVAILABLE and
  * Retry-After, before authentication or any database work, instead of joining a queue that only grows. Health
  * checks and /metrics always answer, so an orchestrator does not restart a busy instance and operators still see it.
+ * Routes that declare `config.neverShed` (the gateways' payment notifications) always answer too: each turns held
+ * stock into a sale or money back into a refund, costs one signal, and shedding it would only make the gateway send
+ * it again later, after the buyer has waited.
  */
 import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -19,6 +22,13 @@ export interface LoadSheddingOptions {
   retryAfterSeconds: number;
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Served even under overload (see the module comment). */
+    neverShed?: boolean;
+  }
+}
+
 const EXEMPT_ROUTES: ReadonlySet<string> = new Set(['/health/live', '/health/ready', METRICS_PATH]);
 
 type PressureHandler = NonNullable<Parameters<typeof underPressure>[1]['pressureHandler']>;
@@ -33,6 +43,7 @@ export const loadSheddingPlugin = fp(
     const shed = (request: FastifyRequest, reply: FastifyReply, type: string): ErrorBody | undefined => {
       const route = request.routeOptions.url;
       if (route !== undefined && EXEMPT_ROUTES.has(route)) return undefined;
+      if (request.routeOptions.config?.neverShed) return undefined;
       if (app.hasDecorator('apiMetrics')) app.apiMetrics.shed.inc({ reason: type });
       const error = new AppError(
         'SERVICE_UNAVAILABLE',

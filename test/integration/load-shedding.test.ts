@@ -1,7 +1,8 @@
 /**
  * Load shedding (api/plugins/load-shedding.ts): with the event loop held busy past LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS,
  * the API answers new requests at once with 503 SERVICE_UNAVAILABLE, Retry-After and the contract's error body,
- * before authentication; /health and /metrics still answer; once the loop is free again, requests are served.
+ * before authentication; /health, /metrics and the gateways' payment notifications still answer; once the loop is free
+ * again, requests are served.
  * Requests go through `app.inject` directly: a shed 503 can hit any route, documented or not.
  */
 import { loadEnv } from '../../config/env.js';
@@ -56,6 +57,21 @@ describe('under overload the API sheds requests instead of queueing them', () =>
       });
       const publicRoute = await api.app.inject({ method: 'GET', url: '/api/public/events' });
       expect(publicRoute.statusCode).toBe(503);
+
+      // Payment news is never shed: each notification is judged (here refused for its signature: 401, not 503).
+      for (const gateway of ['gateway-a', 'gateway-b']) {
+        const notification = await api.app.inject({
+          method: 'POST',
+          url: `/api/v1/webhooks/${gateway}?data.id=1&type=payment`,
+          headers: {
+            'content-type': 'application/json',
+            'x-signature': 'ts=1,v1=forged',
+            'x-bold-signature': 'forged',
+          },
+          payload: { type: 'payment', data: { id: '1' } },
+        });
+        expect({ gateway, status: notification.statusCode }).toEqual({ gateway, status: 401 });
+      }
 
       const live = await api.app.inject({ method: 'GET', url: '/health/live' });
       expect(live.statusCode).toBe(200);

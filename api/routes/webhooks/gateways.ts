@@ -170,7 +170,7 @@ export const gatewayWebhookRoutes: FastifyPluginAsyncZod<{ services: ApiServices
   app.post(
     '/webhooks/gateway-a',
     {
-      config: publicAccess(),
+      config: { ...publicAccess(), neverShed: true },
       schema: {
         hide: true,
         querystring: z
@@ -234,7 +234,7 @@ export const gatewayWebhookRoutes: FastifyPluginAsyncZod<{ services: ApiServices
 
   app.post(
     '/webhooks/gateway-b',
-    { config: publicAccess(), schema: { hide: true, response: { 200: Ack } } },
+    { config: { ...publicAccess(), neverShed: true }, schema: { hide: true, response: { 200: Ack } } },
     async (request) => {
       const raw = request.rawBody ?? '';
       if (
