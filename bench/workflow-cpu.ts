@@ -39,22 +39,36 @@ interface Variant {
   name: string;
   /** Frames the SDK's per-promise stack capture records; null keeps V8's default (10). */
   stackTraceLimit: number | null;
+  /** Workflow modules evaluated once per workflow thread and shared (worker/workflow-bundle.ts), or per execution. */
+  preloadWorkflowModules: boolean;
   /** `sdk`: every call into the sandbox with the SDK's timeout (a watchdog thread per call), as the worker runs. */
   vmCallTimeout: 'sdk' | 'off';
 }
 const variants: Variant[] = [
-  { name: 'SDK as shipped (10 frames, vm call timeout)', stackTraceLimit: null, vmCallTimeout: 'sdk' },
   {
-    name: `worker (${WORKFLOW_STACK_TRACE_LIMIT} frames, vm call timeout)`,
-    stackTraceLimit: WORKFLOW_STACK_TRACE_LIMIT,
+    name: 'SDK as shipped (10 frames, modules per execution, vm call timeout)',
+    stackTraceLimit: null,
+    preloadWorkflowModules: false,
     vmCallTimeout: 'sdk',
   },
   {
-    name: `${WORKFLOW_STACK_TRACE_LIMIT} frames, no vm call timeout`,
+    name: `${WORKFLOW_STACK_TRACE_LIMIT} frames, modules per execution, vm call timeout`,
     stackTraceLimit: WORKFLOW_STACK_TRACE_LIMIT,
+    preloadWorkflowModules: false,
+    vmCallTimeout: 'sdk',
+  },
+  {
+    name: `worker (${WORKFLOW_STACK_TRACE_LIMIT} frames, shared modules, vm call timeout)`,
+    stackTraceLimit: WORKFLOW_STACK_TRACE_LIMIT,
+    preloadWorkflowModules: true,
+    vmCallTimeout: 'sdk',
+  },
+  {
+    name: `${WORKFLOW_STACK_TRACE_LIMIT} frames, shared modules, no vm call timeout`,
+    stackTraceLimit: WORKFLOW_STACK_TRACE_LIMIT,
+    preloadWorkflowModules: true,
     vmCallTimeout: 'off',
   },
-  { name: 'no promise stacks, no vm call timeout', stackTraceLimit: 0, vmCallTimeout: 'off' },
 ];
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -96,7 +110,10 @@ async function replay(code: string, count: number): Promise<{ cpuMs: number; wal
 }
 
 const bundles = new Map<string, string>();
-for (const variant of variants) bundles.set(variant.name, await buildWorkflowBundleCode(variant.stackTraceLimit));
+for (const variant of variants) {
+  const { stackTraceLimit, preloadWorkflowModules } = variant;
+  bundles.set(variant.name, await buildWorkflowBundleCode({ stackTraceLimit, preloadWorkflowModules }));
+}
 
 // Warm-up (JIT, bundle load) once per variant; not counted.
 for (const variant of variants) await replayRound(variant, 20);
@@ -120,6 +137,7 @@ const results = variants.map((variant) => {
   return {
     variant: variant.name,
     stackTraceLimit: variant.stackTraceLimit,
+    preloadWorkflowModules: variant.preloadWorkflowModules,
     vmCallTimeout: variant.vmCallTimeout,
     cpuMsPerReplayedWorkflow: Number(median(perReplay).toFixed(3)),
     samples: perReplay.map((value) => Number(value.toFixed(3))),

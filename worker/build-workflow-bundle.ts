@@ -11,6 +11,13 @@ if (!target) {
   console.error('usage: build-workflow-bundle <output file>');
   process.exit(2);
 }
-// WORKFLOW_STACK_TRACE_LIMIT overrides the depth, for comparing depths in the flash-sale bench.
+// For comparing bundles in the flash-sale bench: WORKFLOW_STACK_TRACE_LIMIT overrides the depth, and
+// WORKFLOW_PRELOAD_MODULES=false builds the bundle whose executions each evaluate every workflow module.
 const depth = process.env.WORKFLOW_STACK_TRACE_LIMIT;
-writeFileSync(target, await buildWorkflowBundleCode(depth ? Number(depth) : undefined));
+writeFileSync(
+  target,
+  await buildWorkflowBundleCode({
+    stackTraceLimit: depth ? Number(depth) : undefined,
+    preloadWorkflowModules: process.env.WORKFLOW_PRELOAD_MODULES !== 'false',
+  }),
+);

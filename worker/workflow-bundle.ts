@@ -20,15 +20,36 @@ const SOURCE_MAP_COMMENT = '//# sourceMappingURL=data:';
 const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
 /**
+ * Modules the workflow thread evaluates once, when it starts, and shares between executions, instead of evaluating
+ * them again for every execution it creates (a new checkout, or one replayed after leaving the cache). Without this,
+ * each cached execution keeps its own copy of every module its workflow imports: our workflow modules and the parts of
+ * @temporalio/workflow that the SDK's bootstrap does not load (its public API: proxyActivities, condition, log, …).
+ * Safe for these because none keeps state of its own at module scope: the SDK's functions find the current execution
+ * through the activator the sandbox swaps in per call, and ours hold only constants (the SDK freezes shared modules,
+ * so one that wrote to its module state would fail loudly, in every test). The interceptor modules are not shared:
+ * the tracing one counts span ids and keeps its AsyncLocalStorage per execution.
+ */
+export const PRELOADED_WORKFLOW_MODULES: readonly string[] = [WORKFLOWS_PATH];
+
+export interface WorkflowBundleOptions {
+  /** Frames V8 records per stack trace in the workflow realm; `null` keeps V8's default (the bench's baseline). */
+  stackTraceLimit?: number | null;
+  /** Share PRELOADED_WORKFLOW_MODULES between executions (off: every execution evaluates them, the SDK's default). */
+  preloadWorkflowModules?: boolean;
+}
+
+/**
  * The bundle's code. The depth is set after the bundle's own code, on a line of its own, so that the inline source
  * map (line-based) still maps every line, and before that source map's comment, which the SDK reads to the end of the
- * file. `null` keeps V8's default (the bench's baseline).
+ * file.
  */
-export async function buildWorkflowBundleCode(
-  stackTraceLimit: number | null = WORKFLOW_STACK_TRACE_LIMIT,
-): Promise<string> {
+export async function buildWorkflowBundleCode({
+  stackTraceLimit = WORKFLOW_STACK_TRACE_LIMIT,
+  preloadWorkflowModules = true,
+}: WorkflowBundleOptions = {}): Promise<string> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
+    preloadModules: preloadWorkflowModules ? [...PRELOADED_WORKFLOW_MODULES] : [],
     // Traced or not, every worker runs the same workflow code: replay never depends on configuration.
     workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
     logger: { log: ignore, trace: ignore, debug: ignore, info: ignore, warn: console.warn, error: console.error },

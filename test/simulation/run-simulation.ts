@@ -16,14 +16,15 @@
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type Client, WithStartWorkflowOperation } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { workerTracingOptions } from '../../observability/temporal-tracing.js';
 import { temporalBinary } from '../../scripts/support/temporal.js';
+import { buildWorkflowBundleCode } from '../../worker/workflow-bundle.js';
 import type { checkout } from '../../workflows/checkout.js';
 import {
   type CheckoutInput,
@@ -461,12 +462,11 @@ const env = await TestWorkflowEnvironment.createLocal({
     ui: false,
   },
 });
-const workflowBundle = await bundleWorkflowCode({
-  workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
-  logger: { log: ignore, trace: ignore, debug: ignore, info: ignore, warn: ignore, error: ignore },
-});
+// The bundle the worker runs (shared modules, stack depth, interceptors), so the simulation checks what production runs.
+const workflowBundle = { code: await buildWorkflowBundleCode() };
+const { sinks } = workerTracingOptions(null);
 const workers = await Promise.all([
-  Worker.create({ connection: env.nativeConnection, taskQueue: QUEUES.cached, workflowBundle, activities }),
+  Worker.create({ connection: env.nativeConnection, taskQueue: QUEUES.cached, workflowBundle, activities, sinks }),
   // A cache of two executions among dozens: runs are evicted all the time and replay their whole history on the
   // next task, as after a worker restart.
   Worker.create({
@@ -474,6 +474,7 @@ const workers = await Promise.all([
     taskQueue: QUEUES.replaying,
     workflowBundle,
     activities,
+    sinks,
     maxCachedWorkflows: 2,
   }),
 ]);
