@@ -25,9 +25,10 @@ const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.met
  * each cached execution keeps its own copy of every module its workflow imports: our workflow modules and the parts of
  * @temporalio/workflow that the SDK's bootstrap does not load (its public API: proxyActivities, condition, log, …).
  * Safe for these because none keeps state of its own at module scope: the SDK's functions find the current execution
- * through the activator the sandbox swaps in per call, and ours hold only constants (the SDK freezes shared modules,
- * so one that wrote to its module state would fail loudly, in every test). The interceptor modules are not shared:
- * the tracing one counts span ids and keeps its AsyncLocalStorage per execution.
+ * through the activator the sandbox swaps in per call, and ours hold only constants (the SDK freezes what shared
+ * modules export, and test/unit/workflow-bundle.test.ts refuses a module-scope `let` or collection in any of ours).
+ * The interceptor modules are not shared: the tracing one counts span ids and keeps its AsyncLocalStorage per
+ * execution.
  */
 export const PRELOADED_WORKFLOW_MODULES: readonly string[] = [WORKFLOWS_PATH];
 
