@@ -9,4 +9,4 @@ COPY . .
 RUN node --import tsx worker/build-workflow-bundle.ts /app/workflow-bundle.js
 ENV WORKFLOW_BUNDLE_PATH=/app/workflow-bundle.js
 USER node
-CMD ["node", "--import", "tsx", "api/main.ts"]
+CMD ["node", "--max-old-space-size=256", "--max-semi-space-size=8", "--import", "tsx", "api/main.ts"]

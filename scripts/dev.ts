@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadEnv } from '../config/env.js';
+import { nodeFlagsFor } from '../config/node-flags.js';
 import { initOrm } from '../entities/orm.js';
 import { ensureDatabase } from './support/database.js';
 import { httpOk, isPortOpen, type ManagedProcess, startProcess, waitFor } from './support/processes.js';
@@ -95,7 +96,7 @@ const tsx = (name: string, entry: string): ManagedProcess =>
   startProcess({
     name,
     command: process.execPath,
-    args: ['--import', 'tsx', entry],
+    args: [...nodeFlagsFor(entry), '--import', 'tsx', entry],
     env: childEnv,
     cwd: ROOT,
     logFile: join(LOG_DIR, `${name}.log`),

@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { nodeFlagsFor } from '../../config/node-flags.js';
 import { dropDatabase, recreateDatabase } from '../../scripts/support/database.js';
 import {
   freePorts,
@@ -174,9 +175,10 @@ export async function startBenchStack(options: {
         name,
         command: process.execPath,
         args: [
-          // BENCH_NODE_FLAGS_<PROCESS>=<flags>: V8/Node flags for one process (e.g. heap limits), to compare settings.
+          // The process's production flags (config/node-flags.ts), or BENCH_NODE_FLAGS_<PROCESS>=<flags> instead (empty
+          // for none), to compare settings.
           ...(process.env[`BENCH_NODE_FLAGS_${name.toUpperCase().replace(/-/g, '_')}`]?.split(/\s+/).filter(Boolean) ??
-            []),
+            nodeFlagsFor(entry)),
           '--import',
           'tsx',
           ...(withProbe ? ['--import', probe] : []),

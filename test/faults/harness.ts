@@ -24,6 +24,7 @@ import {
   publishEvent,
 } from '../../bench/lib/fixtures.js';
 import { HttpClient } from '../../bench/lib/http.js';
+import { nodeFlagsFor } from '../../config/node-flags.js';
 import { connectTemporalClient } from '../../config/temporal.js';
 import { ormConfig } from '../../entities/orm.js';
 import { GatewayAClient } from '../../integrations/gateway-a/client.js';
@@ -121,7 +122,7 @@ export async function startFaultStack(name: string, options: FaultStackOptions):
     startProcess({
       name: `${name}-${role}`,
       command: process.execPath,
-      args: ['--import', 'tsx', entry],
+      args: [...nodeFlagsFor(entry), '--import', 'tsx', entry],
       env,
       cwd: ROOT,
       logFile: join(logDir, `${name}-${role}.log`),

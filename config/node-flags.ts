@@ -1,0 +1,24 @@
+/**
+ * V8 heap settings of the long-running processes, the same wherever they start: `npm run dev`, the test stack, the
+ * flash-sale bench, and docker-compose.yml (literal there; test/unit/node-flags.test.ts checks they agree).
+ *
+ * Without them V8 sizes each heap from the machine's memory (about 4 GB on a 24 GB box) and lets garbage pile up
+ * before it collects: in the flash-sale bench the API reached 636 MB of RSS and the worker 1,222 MB, with live sets a
+ * fraction of that. A smaller young generation is collected more often but each time faster, and a bounded old
+ * generation is collected before it grows; the bench measured what that costs in CPU (README, "Benchmarks").
+ * The limit applies to every V8 isolate of the process, the worker's workflow threads included.
+ */
+export type LongRunningProcess = 'api' | 'worker';
+
+export const PROCESS_NODE_FLAGS: Readonly<Record<LongRunningProcess, readonly string[]>> = {
+  api: ['--max-old-space-size=256', '--max-semi-space-size=8'],
+  worker: ['--max-old-space-size=256', '--max-semi-space-size=8'],
+};
+
+const ENTRIES: Readonly<Record<string, LongRunningProcess>> = { 'api/main.ts': 'api', 'worker/main.ts': 'worker' };
+
+/** The flags for the process started from `entry` (relative to the repository), none for others (the sandbox). */
+export function nodeFlagsFor(entry: string): readonly string[] {
+  const process = ENTRIES[entry];
+  return process ? PROCESS_NODE_FLAGS[process] : [];
+}

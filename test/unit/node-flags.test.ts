@@ -1,0 +1,53 @@
+/**
+ * The API and the worker run with the same V8 heap settings wherever they start (config/node-flags.ts): the scripts
+ * that start them take the flags from there; docker-compose.yml, the image's default command and package.json's
+ * scripts spell them out, and must spell the same ones.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { nodeFlagsFor, PROCESS_NODE_FLAGS } from '../../config/node-flags.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
+
+/** Every `node … --import tsx <entry>` command line in a file, as [entry, flags before --import]. */
+function nodeCommands(text: string): Array<{ entry: string; flags: string[] }> {
+  const commands: Array<{ entry: string; flags: string[] }> = [];
+  for (const match of text.matchAll(
+    /"?node"?,? ((?:"?--[\w-]+=?\w*"?,? )*)"?--import"?,? "?tsx"?,? "?((?:api|worker)\/main\.ts)/g,
+  )) {
+    const flags = (match[1] ?? '')
+      .split(/[\s,]+/)
+      .map((flag) => flag.replaceAll('"', ''))
+      .filter(Boolean);
+    commands.push({ entry: match[2] ?? '', flags });
+  }
+  return commands;
+}
+
+test('the API and the worker have bounded heaps; other processes keep V8 defaults', () => {
+  expect(nodeFlagsFor('api/main.ts')).toEqual(PROCESS_NODE_FLAGS.api);
+  expect(nodeFlagsFor('worker/main.ts')).toEqual(PROCESS_NODE_FLAGS.worker);
+  expect(nodeFlagsFor('sandbox/main.ts')).toEqual([]);
+  for (const flags of Object.values(PROCESS_NODE_FLAGS)) {
+    expect(flags.some((flag) => flag.startsWith('--max-old-space-size='))).toBe(true);
+  }
+});
+
+test.each(['docker-compose.yml', 'Dockerfile', 'package.json'])(
+  '%s starts the API and the worker with those flags',
+  (file) => {
+    const commands = nodeCommands(read(file));
+    expect(commands.length).toBeGreaterThan(0);
+    for (const { entry, flags } of commands)
+      expect({ entry, flags }).toEqual({ entry, flags: [...nodeFlagsFor(entry)] });
+  },
+);
+
+test('docker-compose.yml starts every API and worker service through node with the flags (none bypass them)', () => {
+  const compose = read('docker-compose.yml');
+  const starts = compose.split('\n').filter((line) => /(api|worker)\/main\.ts/.test(line));
+  expect(starts.length).toBe(nodeCommands(compose).length);
+  expect(starts.length).toBe(4);
+});
