@@ -49,21 +49,23 @@ async function someShardHasEnough(em: EntityManager, ticketTypeId: string, quant
  * 1. One conditional UPDATE on a random shard that has enough and that no other buyer holds (skip locked).
  * 2. When every such shard is busy (more buyers than shards), wait on one random shard that has enough, at most
  *    twice: the UPDATE re-checks `available` on the row it waited for, so a shard drained meanwhile yields nothing
- *    and the next try picks another (a failed wait releases its row, see below). Waiting on one row keeps buyers
- *    spread over the shards; locking them all here queued every buyer behind one. When no single shard has enough,
- *    there is nothing to wait for (in a sold-out storm, every refused buyer would wait twice for nothing): step 3
- *    decides at once.
+ *    and the next try picks another. Waiting on one row keeps buyers spread over the shards; locking them all here
+ *    queued every buyer behind one. When no single shard has enough, there is nothing to wait for (in a sold-out
+ *    storm, every refused buyer would wait twice for nothing): step 3 decides at once.
  * 3. When no single shard has enough (the last units are spread), lock all shards in a fixed order and take across.
+ *
+ * An attempt that takes nothing may still hold a row: PostgreSQL keeps the lock on a row whose newer version failed
+ * the re-check, in the skip-locked step as in a wait. Holding it while waiting on another row, or while locking all
+ * rows in step 3, is how two buyers deadlock. So every attempt runs after one savepoint, and a failed attempt rolls
+ * back to it, which lets go of whatever it locked.
  */
 export async function takeStock(
   em: EntityManager,
   input: { saleId: string; ticketTypeId: string; quantity: number },
 ): Promise<ShardTake[] | null> {
   let takes: ShardTake[] | null = null;
+  await em.execute('savepoint take_stock');
   for (const wait of [false, true, true]) {
-    // A row that was waited for and then failed the re-check stays locked until the transaction ends; holding it
-    // while waiting on the next one is how two buyers deadlock. The savepoint lets a failed wait let go of it.
-    if (wait) await em.execute('savepoint take_stock_wait');
     const taken = await em.execute<{ shard: number }[]>(
       `update ticket_stock set available = available - ?
         where ticket_type_id = ? and available >= ? and shard = (
@@ -72,12 +74,11 @@ export async function takeStock(
         returning shard`,
       [input.quantity, input.ticketTypeId, input.quantity, input.ticketTypeId, input.quantity],
     );
-    if (wait)
-      await em.execute(taken[0] ? 'release savepoint take_stock_wait' : 'rollback to savepoint take_stock_wait');
     if (taken[0]) {
       takes = [{ shard: taken[0].shard, quantity: input.quantity }];
       break;
     }
+    await em.execute('rollback to savepoint take_stock');
     if (!wait && !(await someShardHasEnough(em, input.ticketTypeId, input.quantity))) break;
   }
   if (takes === null) {
@@ -117,6 +118,7 @@ export async function takeStock(
     }
     takes = spread;
   }
+  await em.execute('release savepoint take_stock');
   const values = takes.map(() => '(?, ?, ?, ?)').join(', ');
   await em.execute(
     `insert into sale_stock_allocations (sale_id, ticket_type_id, shard, quantity) values ${values}
