@@ -106,6 +106,13 @@ const LATE_MONEY_AFTER_LOST_TASK = 'checkout-late-money-after-lost-task';
  * the sale PENDING and its stock held until the reconciler or the lapsed-hold sweep found it. They replay that way.
  */
 const LOST_RESERVATION = 'checkout-compensate-lost-reservation';
+/**
+ * Executions recorded before they ignored news that a payment the gateway had already rejected was still pending.
+ * Such news is a read older than the rejection: the API re-reads each notification's payment before signalling, and
+ * the first notification's read (pending) can reach the checkout after the settlement's (rejected), whose write it
+ * then undid, leaving the sale showing a pending payment that had failed. They replay that way.
+ */
+const STALE_PENDING_NEWS = 'checkout-ignore-stale-pending-news';
 
 /**
  * Short, idempotent database transactions run inside the workflow task (local activities): no task-queue round
@@ -273,6 +280,8 @@ class SaleCheckout {
   private readonly settledPayments = new Set<string>();
   /** Payments this execution gave back: they never buy anything afterwards. */
   private readonly givenBack = new Set<string>();
+  /** Payments the gateway said were rejected: a rejection is final, so later news of one still pending is stale. */
+  private readonly rejected = new Set<string>();
   /** Pull schedule: when to ask the gateway next, and whether an answer is owed (the last ask failed). */
   private nextPullAtMs: number | null = null;
   private pullIntervalMs: number;
@@ -533,12 +542,15 @@ class SaleCheckout {
     if (verdict.outcome !== 'approved') {
       if (this.now() === 'reserved' || (this.closedUnpaid() && !(payment && this.givenBack.has(payment)))) {
         if (verdict.outcome === 'unknown' || verdict.outcome === 'refunded') return;
+        const stale = verdict.outcome === 'pending' && payment !== null && this.rejected.has(payment);
+        if (stale && patched(STALE_PENDING_NEWS)) return;
         await db.recordPaymentStatus({
           saleId: this.input.saleId,
           paymentStatus: verdict.rawStatus,
           declineCode: verdict.outcome === 'rejected' ? verdict.statusDetail : null,
           provider: verdict.gateway,
         });
+        if (verdict.outcome === 'rejected' && payment !== null) this.rejected.add(payment);
       }
       return;
     }

@@ -1,0 +1,118 @@
+/**
+ * Gateway notifications arrive in any order, and the API re-reads each one's payment before waking the checkout. The
+ * bank page's "payment created" notification can be re-read (pending) before the bank settles and still reach the
+ * checkout after the settlement's notification (rejected), on a busy API. A rejection is final: the sale must go on
+ * showing it, not the pending status of the older read. CI met this as a rejected transfer shown pending for good.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import {
+  checkoutWorkflowId,
+  type PaymentNotification,
+  paymentNotificationSignal,
+} from '../../workflows/definitions.js';
+import { replayHistories, showHistory, writeHistory } from '../replay/recorder.js';
+import { createOrganizer } from '../support/fixtures.js';
+import {
+  confirmAtBank,
+  customerOrder,
+  eventually,
+  orderBody,
+  publishEvent,
+  reserveOrder,
+  session,
+  signInBuyer,
+} from '../support/purchase.js';
+import { startTestApi, type TestApi } from '../support/stack.js';
+
+let api: TestApi;
+const scratch = mkdtempSync(join(tmpdir(), 'ticketing-histories-'));
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+/** Waits until the execution has completed a workflow task after the last signal it received. */
+async function signalsProcessed(handle: WorkflowHandle): Promise<void> {
+  await eventually(
+    async () => (await handle.fetchHistory()).events ?? [],
+    (events) => {
+      const { EventType } = temporal.api.enums.v1;
+      const lastSignal = events.findLastIndex(
+        (event) => event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+      );
+      const lastTaskDone = events.findLastIndex(
+        (event) => event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+      );
+      return lastSignal >= 0 && lastTaskDone > lastSignal;
+    },
+  );
+}
+
+test('news that a rejected transfer is still pending, arriving after the rejection, leaves the sale showing it rejected', async () => {
+  const organizer = await createOrganizer(api.orm.em.fork());
+  const event = await publishEvent(api, organizer);
+  const token = await signInBuyer(api, `stale-${Math.random().toString(36).slice(2, 8)}@buyers.test`);
+  const sale = (await reserveOrder(api, token, orderBody(event))).json().data;
+  const pse = await api.request({
+    method: 'POST',
+    url: `/api/v1/customer/orders/${sale.saleId}/payment/pse`,
+    headers: session(token),
+  });
+  expect(pse.statusCode).toBe(200);
+  expect((await confirmAtBank(pse.json().data.redirectUrl, 'stale@example.test')).status).toBe(302);
+
+  const settled = await fetch(`${api.env.SANDBOX_URL}/control/gateway-a/pse/settle`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ reference: sale.reference, outcome: 'rejected' }),
+  });
+  expect(settled.status).toBe(200);
+  const payment = ((await settled.json()) as { data: { payment: { id: number; transaction_amount: number } } }).data
+    .payment;
+  await eventually(
+    () => customerOrder(api, token, sale.saleId),
+    (order) => order.paymentStatus === 'rejected',
+  );
+
+  // What the API signals for the bank page's notification when its re-read (pending) came before the settlement.
+  const paymentId = String(payment.id);
+  const staleRead: PaymentNotification = {
+    gateway: 'GATEWAY_A',
+    providerPaymentId: paymentId,
+    eventType: 'payment.pending',
+    receivedAtMs: Date.now(),
+    dedupeKey: `a:${paymentId}:pending`,
+    verdict: {
+      gateway: 'GATEWAY_A',
+      outcome: 'pending',
+      providerPaymentId: paymentId,
+      rawStatus: 'pending',
+      statusDetail: 'pending_waiting_transfer',
+      mismatch: false,
+      foreign: false,
+    },
+  };
+  const handle = api.services.temporal.workflow.getHandle(checkoutWorkflowId(sale.saleId));
+  await handle.signal(paymentNotificationSignal, staleRead);
+  await signalsProcessed(handle);
+
+  const order = await customerOrder(api, token, sale.saleId);
+  expect(order.status).toBe('PENDING');
+  expect(order.paymentStatus).toBe('rejected');
+  expect(order.declineCode).toBe('rejected_by_bank');
+
+  // Patch `checkout-ignore-stale-pending-news`: the committed fixture of this path replays with the others.
+  const recorded = writeHistory(
+    showHistory(api.env.TEMPORAL_ADDRESS, checkoutWorkflowId(sale.saleId)),
+    'checkout-stale-pending-news-ignored',
+    scratch,
+  );
+  expect(replayHistories([recorded]).map((result) => result.ok)).toEqual([true]);
+});
