@@ -1,17 +1,16 @@
 /**
  * Load shedding (@fastify/under-pressure): when the event loop's last sample shows the process falling behind (mean
  * delay or utilization above LOAD_SHED_*), every new request is answered at once with 503 SERVICE_UNAVAILABLE and
- * Retry-After, before authentication or any database work, instead of joining a queue that only grows. Health
- * checks and /metrics always answer, so an orchestrator does not restart a busy instance and operators still see it.
- * Routes that declare `config.neverShed` (the gateways' payment notifications) always answer too: each turns held
- * stock into a sale or money back into a refund, costs one signal, and shedding it would only make the gateway send
- * it again later, after the buyer has waited.
+ * Retry-After, before authentication or any database work, instead of joining a queue that only grows. Routes that
+ * declare `config.neverShed` always answer: health checks and /metrics, so an orchestrator does not restart a busy
+ * instance and operators still see it; and the gateways' payment notifications, because each turns held stock into a
+ * sale or money back into a refund, costs one signal, and shedding it would only make the gateway send it again
+ * later, after the buyer has waited.
  */
 import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError, type ErrorBody } from '../../domain/errors.js';
-import { METRICS_PATH } from '../../observability/metrics.js';
 
 export interface LoadSheddingOptions {
   /** Mean event-loop delay (ms) over a sample above which requests are shed; 0 turns it off. */
@@ -29,8 +28,6 @@ declare module 'fastify' {
   }
 }
 
-const EXEMPT_ROUTES: ReadonlySet<string> = new Set(['/health/live', '/health/ready', METRICS_PATH]);
-
 type PressureHandler = NonNullable<Parameters<typeof underPressure>[1]['pressureHandler']>;
 
 export const loadSheddingPlugin = fp(
@@ -41,8 +38,6 @@ export const loadSheddingPlugin = fp(
      * would log every shed request at error level, which is the last thing an overloaded process needs.
      */
     const shed = (request: FastifyRequest, reply: FastifyReply, type: string): ErrorBody | undefined => {
-      const route = request.routeOptions.url;
-      if (route !== undefined && EXEMPT_ROUTES.has(route)) return undefined;
       if (request.routeOptions.config?.neverShed) return undefined;
       if (app.hasDecorator('apiMetrics')) app.apiMetrics.shed.inc({ reason: type });
       const error = new AppError(

@@ -58,16 +58,20 @@ export const metricsPlugin = fp(
     });
 
     const expected = options.token ? digest(options.token) : null;
-    app.get(METRICS_PATH, { config: publicAccess(), schema: { hide: true } }, async (request, reply) => {
-      if (expected) {
-        const sent = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1] ?? '';
-        if (!timingSafeEqual(digest(sent), expected)) {
-          throw new AppError('UNAUTHENTICATED', 'Metrics need Authorization: Bearer <METRICS_TOKEN>');
+    app.get(
+      METRICS_PATH,
+      { config: { ...publicAccess(), neverShed: true }, schema: { hide: true } },
+      async (request, reply) => {
+        if (expected) {
+          const sent = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1] ?? '';
+          if (!timingSafeEqual(digest(sent), expected)) {
+            throw new AppError('UNAUTHENTICATED', 'Metrics need Authorization: Bearer <METRICS_TOKEN>');
+          }
         }
-      }
-      const text = await render([processMetrics, metrics.registry, apiBusinessRegistry]);
-      return reply.header('content-type', METRICS_CONTENT_TYPE).header('cache-control', 'no-store').send(text);
-    });
+        const text = await render([processMetrics, metrics.registry, apiBusinessRegistry]);
+        return reply.header('content-type', METRICS_CONTENT_TYPE).header('cache-control', 'no-store').send(text);
+      },
+    );
   },
   { name: 'metrics' },
 );

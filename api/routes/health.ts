@@ -45,11 +45,16 @@ async function workerPolls(services: ApiServices): Promise<void> {
  * orchestrators and the dev runner.
  */
 export const healthRoutes: FastifyPluginAsyncZod<ApiServices> = async (app, services) => {
-  app.get('/health/live', { config: publicAccess(), schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/health/live', { config: { ...publicAccess(), neverShed: true }, schema: { hide: true } }, async () => ({
+    status: 'ok',
+  }));
 
   app.get(
     '/health/ready',
-    { config: publicAccess(), schema: { hide: true, response: { 200: HealthSchema, 503: HealthSchema } } },
+    {
+      config: { ...publicAccess(), neverShed: true },
+      schema: { hide: true, response: { 200: HealthSchema, 503: HealthSchema } },
+    },
     async (_request, reply) => {
       const checks = {
         postgres: await probe(() => services.orm.em.getConnection().execute('select 1')),
