@@ -37,23 +37,20 @@ const OWN_PROCESS_FAULTS = [...SIDE_BY_SIDE_FAULTS, ...BACKGROUND_FAULTS];
 const jestArgs = process.argv.slice(2);
 const focused = jestArgs.some((arg) => !arg.startsWith('-'));
 
-function run(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<number> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ...env } });
-    child.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
-  });
-}
-
-/** Like `run`, but holds the output until the command ends, so a background run does not interleave with the rest. */
-function runHoldingOutput(
+/**
+ * Runs a command in the repo and resolves with its exit code and, when `holdOutput` is set, its output: held until it
+ * ends, so a background run does not interleave with the rest (otherwise the output goes straight to ours).
+ */
+function runCommand(
   command: string,
   args: string[],
   env: NodeJS.ProcessEnv,
+  holdOutput: boolean,
 ): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
     const child = spawn(command, args, {
       cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: holdOutput ? ['ignore', 'pipe', 'pipe'] : 'inherit',
       env: { ...process.env, ...env },
     });
     const chunks: Buffer[] = [];
@@ -63,6 +60,10 @@ function runHoldingOutput(
       resolve({ code: code ?? (signal ? 1 : 0), output: Buffer.concat(chunks).toString() }),
     );
   });
+}
+
+async function run(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<number> {
+  return (await runCommand(command, args, env, false)).code;
 }
 
 const runStartedAt = Date.now();
@@ -218,10 +219,11 @@ try {
     const wholeFaultSuite = !focused || jestArgs.some((arg) => /^test\/faults\/?$/.test(arg));
     if (wholeFaultSuite) {
       phase(`fault injection in the background: ${BACKGROUND_FAULTS.join(', ')}`);
-      const background = runHoldingOutput(
+      const background = runCommand(
         'jest',
         ['--ci', `--maxWorkers=${BACKGROUND_FAULTS.length}`, ...BACKGROUND_FAULTS],
         jestEnv,
+        true,
       );
       phase('fault injection on private processes, side by side (kills and restarts their own worker, API, Temporal)');
       exitCode = await run(
