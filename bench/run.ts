@@ -122,6 +122,9 @@ function parseArgs(argv: string[]) {
 if (process.argv[2] === 'reports') await import('./reports.js').then(() => process.exit(process.exitCode ?? 0));
 // `npm run bench -- ticket-qr`: CPU of a ticket's QR image against the qrcode package's PNG (bench/ticket-qr.ts).
 if (process.argv[2] === 'ticket-qr') await import('./ticket-qr.js').then(() => process.exit(process.exitCode ?? 0));
+// `npm run bench -- payload-codec`: CPU of the Temporal payload encryption per payload (bench/payload-codec.ts).
+if (process.argv[2] === 'payload-codec')
+  await import('./payload-codec.js').then(() => process.exit(process.exitCode ?? 0));
 // `npm run bench -- workflow-cpu`: CPU of the workflow code per replayed purchase (bench/workflow-cpu.ts).
 if (process.argv[2] === 'workflow-cpu')
   await import('./workflow-cpu.js').then(() => process.exit(process.exitCode ?? 0));

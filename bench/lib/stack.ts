@@ -135,8 +135,10 @@ export async function startBenchStack(options: {
     GATEWAY_B_WEBHOOK_URL: `http://127.0.0.1:${apiPort}/api/v1/webhooks/gateway-b`,
   };
   const started: ManagedProcess[] = [];
+  // A process killed before it exits writes no CPU profile: profiled runs give the worker's drain time to end.
+  const stopGraceMs = process.env.BENCH_CPU_PROFILE_DIR ? 120_000 : 10_000;
   const stop = async () => {
-    for (const child of [...started].reverse()) await child.stop('SIGTERM', 10_000).catch(() => undefined);
+    for (const child of [...started].reverse()) await child.stop('SIGTERM', stopGraceMs).catch(() => undefined);
     rmSync(work, { recursive: true, force: true });
     if (!process.env.KEEP_BENCH_DATABASE) {
       await dropDatabase(options.databaseUrl).catch(() => undefined);
