@@ -1,11 +1,16 @@
 import nodemailer, { type Transporter } from 'nodemailer';
-import type SMTPTransport from 'nodemailer/lib/smtp-transport/index.js';
+import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
 import { ProviderError } from '../errors.js';
 import { errorProperty, field } from '../http.js';
 
 /**
  * Outgoing mail over SMTP (nodemailer). Points at the sandbox inbox locally and at the real relay in
  * production; only host, port, credentials and the From address change.
+ *
+ * Connections are pooled: a flash sale sends a ticket email per purchase, and a connection per message would repeat
+ * the TCP handshake, greeting, EHLO and QUIT every time (relays also limit how often a sender connects). A pooled
+ * connection carries up to MAX_MESSAGES_PER_CONNECTION messages and closes after `timeoutMs` idle; one the server
+ * dropped is replaced on the next message.
  *
  * Failures become ProviderError with `status` = the SMTP reply code when the server answered (null when it
  * could not be reached); 4xx replies and connection problems are retryable, 5xx replies are not.
@@ -50,6 +55,9 @@ export interface MailClientOptions {
   timeoutMs?: number;
 }
 
+const MAX_CONNECTIONS = 5;
+const MAX_MESSAGES_PER_CONNECTION = 100;
+
 const RETRYABLE_TRANSPORT_CODES = new Set([
   'ECONNECTION',
   'ETIMEDOUT',
@@ -64,13 +72,16 @@ function addressList(list: ReadonlyArray<string | { address: string }> | undefin
 }
 
 export class MailClient {
-  readonly #transport: Transporter<SMTPTransport.SentMessageInfo>;
+  readonly #transport: Transporter<SMTPPool.SentMessageInfo>;
   readonly #from: string;
 
   constructor(options: MailClientOptions) {
     const timeoutMs = options.timeoutMs ?? 15_000;
     this.#from = options.from;
     this.#transport = nodemailer.createTransport({
+      pool: true,
+      maxConnections: MAX_CONNECTIONS,
+      maxMessages: MAX_MESSAGES_PER_CONNECTION,
       host: options.host,
       port: options.port,
       secure: options.secure ?? false,
