@@ -1,7 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SaleStatus } from '../domain/sale-state.js';
 import { ANY_TENANT } from '../entities/common.js';
-import { newId } from '../entities/ids.js';
 import { Sale, SaleItem } from '../entities/index.js';
 import type { ISale } from '../entities/sale.js';
 import { releaseStock, takeStockInOrder } from '../entities/stock.js';
@@ -15,6 +14,7 @@ import {
 } from '../workflows/definitions.js';
 import { rejectUnfixableDatabaseErrors } from './db-errors.js';
 import type { ActivityDeps } from './deps.js';
+import { type PaymentAttemptRecord, recordPaymentAttempt } from './payment-attempts.js';
 import { type OrderCatalog, Rejected, readOrderCatalog, reject, reserveInTransaction } from './reservation.js';
 import { isSeatRefusal, minutesUntil, seatMap, seatsOfSale } from './seats.js';
 import { recordConfirmation } from './tickets.js';
@@ -391,34 +391,8 @@ export function createCheckoutActivities(deps: ActivityDeps) {
     },
 
     /** Appends to the sale's payment history; a notification seen before (same dedupe key) is reported as a duplicate. */
-    async recordAttempt(input: {
-      saleId: string;
-      gateway: 'GATEWAY_A' | 'GATEWAY_B';
-      kind: 'OPEN' | 'CARD' | 'PSE' | 'NOTIFICATION' | 'STATUS_CHECK' | 'REFUND' | 'LATE_PAYMENT';
-      providerPaymentId: string | null;
-      status: string | null;
-      statusDetail: string | null;
-      amount: number | null;
-      dedupeKey: string | null;
-      note: string | null;
-    }): Promise<{ duplicate: boolean }> {
-      const rows = await deps.orm.em.fork().execute<{ id: string }[]>(
-        `insert into payment_attempts (id, sale_id, gateway, kind, provider_payment_id, status, status_detail, amount, dedupe_key, note, created_at)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now()) on conflict (dedupe_key) do nothing returning id`,
-        [
-          newId(),
-          input.saleId,
-          input.gateway,
-          input.kind,
-          input.providerPaymentId,
-          input.status?.slice(0, 60) ?? null,
-          input.statusDetail?.slice(0, 120) ?? null,
-          input.amount,
-          input.dedupeKey,
-          input.note?.slice(0, 300) ?? null,
-        ],
-      );
-      return { duplicate: rows.length === 0 };
+    async recordAttempt(input: PaymentAttemptRecord): Promise<{ duplicate: boolean }> {
+      return recordPaymentAttempt(deps.orm.em.fork(), input);
     },
   };
 }

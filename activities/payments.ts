@@ -10,14 +10,16 @@ import type { ISale } from '../entities/sale.js';
 import type { IWorkspace } from '../entities/workspace.js';
 import { fromGatewayBAmount, isGatewayBCurrency } from '../integrations/gateway-b/amounts.js';
 import { gatewayBButton } from '../integrations/gateway-b/button.js';
-import type {
-  CardChargeRequest,
-  Gateway,
-  GatewayAPageMethods,
-  PaymentConfiguration,
-  PaymentNotification,
+import {
+  type CardChargeRequest,
+  cardAttemptKey,
+  type Gateway,
+  type GatewayAPageMethods,
+  type PaymentConfiguration,
+  type PaymentNotification,
 } from '../workflows/definitions.js';
 import type { ActivityDeps } from './deps.js';
+import { recordPaymentAttempt } from './payment-attempts.js';
 import type { GatewayBTransaction } from './ports.js';
 
 export type { PaymentVerdict } from '../domain/payment-verdict.js';
@@ -142,7 +144,11 @@ export function createPaymentActivities(deps: ActivityDeps) {
 
     /** Charges a gateway A card token. The idempotency key ties the charge to this sale and token, so a retried
      *  activity can never charge twice. */
-    async chargeCard(input: { saleId: string; request: CardChargeRequest }) {
+    /**
+     * With `recordAttempt`, the gateway's answer is also written to the sale's payment history (the CARD attempt),
+     * which the checkout otherwise records in a step of its own; a retried charge finds it written (same dedupe key).
+     */
+    async chargeCard(input: { saleId: string; request: CardChargeRequest; recordAttempt?: boolean }) {
       const { sale, event, currency } = await loadSale(input.saleId);
       const tokenDigest = createHash('sha256').update(input.request.cardToken).digest('hex').slice(0, 24);
       const payment = await gatewayA.chargeCard({
@@ -157,6 +163,19 @@ export function createPaymentActivities(deps: ActivityDeps) {
         payerEmail: sale.buyerEmail,
         notificationUrl,
       });
+      if (input.recordAttempt) {
+        await recordPaymentAttempt(deps.orm.em.fork(), {
+          saleId: sale.id,
+          gateway: 'GATEWAY_A',
+          kind: 'CARD',
+          providerPaymentId: payment.id,
+          status: payment.status,
+          statusDetail: payment.statusDetail,
+          amount: payment.amount,
+          dedupeKey: cardAttemptKey(payment.id),
+          note: null,
+        });
+      }
       // The charge's answer is the gateway's own record of the payment, read server to server: the checkout can judge
       // it as is, without asking the gateway again.
       return { ...payment, verdict: gatewayAVerdict(payment, sale) };

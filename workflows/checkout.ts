@@ -17,6 +17,8 @@
  * Nothing a provider does fails this execution: gateway calls are retried a few times and their failure becomes
  * "ask again later"; refunds are retried until the gateway reports the payment refunded.
  */
+
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import {
   ActivityFailure,
   ApplicationFailure,
@@ -40,6 +42,7 @@ import {
   type CheckoutInput,
   type CheckoutPhase,
   type CheckoutStatus,
+  cardAttemptKey,
   chargeCardUpdate,
   checkoutStatusQuery,
   checkPaymentSignal,
@@ -844,12 +847,17 @@ class SaleCheckout {
       }
       this.sale = result;
       this.seated = result.seated === true;
-      upsertSearchAttributes([
+      const identity = [
         { key: SA.saleReference, value: result.reference },
         { key: SA.workspaceId, value: result.workspaceId },
         { key: SA.eventDateId, value: result.eventDateId },
-      ]);
-      this.publish(result.status);
+      ];
+      if (this.input.leanCardPurchase) {
+        this.publish(result.status, identity);
+      } else {
+        upsertSearchAttributes(identity);
+        this.publish(result.status);
+      }
       return result;
     } catch (error) {
       if (!isGiveUp(error)) throw error;
@@ -998,7 +1006,11 @@ class SaleCheckout {
     this.openAttempt(rail);
     let payment: Awaited<ReturnType<PaymentActivities['chargeCard']>>;
     try {
-      payment = await gateways.chargeCard({ saleId: this.input.saleId, request });
+      payment = await gateways.chargeCard({
+        saleId: this.input.saleId,
+        request,
+        ...(this.input.leanCardPurchase ? { recordAttempt: true } : {}),
+      });
     } catch (error) {
       if (!isGiveUp(error)) throw error;
       // The charge may have happened without an answer: the gateway is asked about this sale soon.
@@ -1011,17 +1023,19 @@ class SaleCheckout {
       }
       throw refusal('PROVIDER_UNAVAILABLE', 'The payment gateway did not answer; check the order status', {}, true);
     }
-    await db.recordAttempt({
-      saleId: this.input.saleId,
-      gateway: 'GATEWAY_A',
-      kind: 'CARD',
-      providerPaymentId: payment.id,
-      status: payment.status,
-      statusDetail: payment.statusDetail,
-      amount: payment.amount,
-      dedupeKey: `card:${payment.id}`,
-      note: null,
-    });
+    if (!this.input.leanCardPurchase) {
+      await db.recordAttempt({
+        saleId: this.input.saleId,
+        gateway: 'GATEWAY_A',
+        kind: 'CARD',
+        providerPaymentId: payment.id,
+        status: payment.status,
+        statusDetail: payment.statusDetail,
+        amount: payment.amount,
+        dedupeKey: cardAttemptKey(payment.id),
+        note: null,
+      });
+    }
     // The charge's answer goes through the same path as a notification: there is one way to confirm.
     this.inbox.push({
       gateway: 'GATEWAY_A',
@@ -1106,10 +1120,13 @@ class SaleCheckout {
     return this.phase === 'abandoned' || this.phase === 'cancelled';
   }
 
-  /** The phase, the query and the SaleStatus search attribute follow the sale's status together. */
-  private publish(status: SaleStatus): void {
+  /**
+   * The phase, the query and the SaleStatus search attribute follow the sale's status together; `alongside` are other
+   * search attributes set in the same upsert.
+   */
+  private publish(status: SaleStatus, alongside: SearchAttributeUpdatePair[] = []): void {
     this.phase = STATUS_TO_PHASE[status];
-    upsertSearchAttributes([{ key: SA.saleStatus, value: status }]);
+    upsertSearchAttributes([...alongside, { key: SA.saleStatus, value: status }]);
   }
 
   private adoptGateway(chosen: Gateway): void {

@@ -39,7 +39,12 @@ afterAll(async () => {
 
 const email = (label: string) => `${label}-${Math.random().toString(36).slice(2, 10)}@buyers.test`;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
-const EventType = { completedTask: 7, activityScheduled: 10 } as const;
+const EventType = {
+  completedTask: 7,
+  activityScheduled: 10,
+  markerRecorded: 25,
+  searchAttributesUpserted: 40,
+} as const;
 
 async function historyOf(saleId: string): Promise<HistoryEvent[]> {
   const history = await api.services.temporal.workflow.getHandle(checkoutWorkflowId(saleId)).fetchHistory();
@@ -50,6 +55,25 @@ const activitiesOf = (events: HistoryEvent[]) =>
   events
     .filter((event) => Number(event.eventType) === EventType.activityScheduled)
     .map((event) => event.activityTaskScheduledEventAttributes?.activityType?.name);
+
+/** The local activities an execution ran, from the markers the SDK records for them. */
+const localActivitiesOf = (events: HistoryEvent[]) =>
+  events
+    .filter((event) => Number(event.eventType) === EventType.markerRecorded)
+    .filter((event) => event.markerRecordedEventAttributes?.markerName === 'core_local_activity')
+    .map((event) => {
+      const data = event.markerRecordedEventAttributes?.details?.data?.payloads?.[0]?.data;
+      return data ? (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type: string }).activity_type : null;
+    });
+
+/** The search attributes of each upsert, our own only (the SDK's TemporalChangeVersion upserts are left out). */
+const upsertsOf = (events: HistoryEvent[]) =>
+  events
+    .filter((event) => Number(event.eventType) === EventType.searchAttributesUpserted)
+    .map((event) =>
+      Object.keys(event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}).sort(),
+    )
+    .filter((keys) => !keys.includes('TemporalChangeVersion'));
 
 const workflowTasksOf = (events: HistoryEvent[]) =>
   events.filter((event) => Number(event.eventType) === EventType.completedTask).length;
@@ -86,10 +110,25 @@ describe('a card purchase, counted from its checkout history', () => {
     // Reserve, charge accepted, charge answered (confirmed, and the execution ends); the card form is opened by the
     // API alone. A fourth only when the gateway's notification overtakes the charge's answer.
     expect(workflowTasksOf(events)).toBeLessThanOrEqual(4);
+    // Checkout input `leanCardPurchase`: the charge's activity records its answer (no local step for it), and the
+    // reservation sets the sale's search attributes in one upsert.
+    expect(localActivitiesOf(events)).toEqual(['reserveSale', 'choosePaymentRail', 'confirmSale']);
+    expect(upsertsOf(events)).toEqual([
+      ['EventDateId', 'SaleReference', 'SaleStatus', 'WorkspaceId'],
+      ['Gateway'],
+      ['SaleStatus'],
+    ]);
+    const cardAttempts = await api.orm.em
+      .fork()
+      .execute<{ status: string; dedupe_key: string }[]>(
+        `select status, dedupe_key from payment_attempts where sale_id = ? and kind = 'CARD'`,
+        [order.saleId],
+      );
+    expect(cardAttempts).toEqual([{ status: 'approved', dedupe_key: expect.stringMatching(/^card:/) }]);
 
     const recorded = writeHistory(
       showHistory(api.env.TEMPORAL_ADDRESS, checkoutWorkflowId(order.saleId)),
-      'checkout-card-approved-tickets-by-mailer',
+      'checkout-card-approved-lean-card-purchase',
       scratch,
     );
     expect(replayHistories([recorded]).map((result) => result.ok)).toEqual([true]);
