@@ -111,20 +111,31 @@ describe('a card purchase, counted from its checkout history', () => {
     // API alone. A fourth only when the gateway's notification overtakes the charge's answer.
     expect(workflowTasksOf(events)).toBeLessThanOrEqual(4);
     // Checkout input `leanCardPurchase`: the charge's activity records its answer (no local step for it), and the
-    // reservation sets the sale's search attributes in one upsert.
-    expect(localActivitiesOf(events)).toEqual(['reserveSale', 'choosePaymentRail', 'confirmSale']);
+    // reservation sets the sale's search attributes in one upsert. A local `recordAttempt` is left only for the
+    // gateway's notification, when it overtakes the charge's answer and is judged (one per NOTIFICATION attempt).
+    const attempts = await api.orm.em
+      .fork()
+      .execute<{ kind: string; status: string; dedupe_key: string }[]>(
+        `select kind, status, dedupe_key from payment_attempts where sale_id = ? and kind in ('CARD', 'NOTIFICATION')`,
+        [order.saleId],
+      );
+    const steps = localActivitiesOf(events);
+    expect(steps.filter((step) => step !== 'recordAttempt')).toEqual([
+      'reserveSale',
+      'choosePaymentRail',
+      'confirmSale',
+    ]);
+    expect(steps.filter((step) => step === 'recordAttempt')).toHaveLength(
+      attempts.filter((attempt) => attempt.kind === 'NOTIFICATION').length,
+    );
+    expect(attempts.filter((attempt) => attempt.kind === 'CARD')).toEqual([
+      { kind: 'CARD', status: 'approved', dedupe_key: expect.stringMatching(/^card:/) },
+    ]);
     expect(upsertsOf(events)).toEqual([
       ['EventDateId', 'SaleReference', 'SaleStatus', 'WorkspaceId'],
       ['Gateway'],
       ['SaleStatus'],
     ]);
-    const cardAttempts = await api.orm.em
-      .fork()
-      .execute<{ status: string; dedupe_key: string }[]>(
-        `select status, dedupe_key from payment_attempts where sale_id = ? and kind = 'CARD'`,
-        [order.saleId],
-      );
-    expect(cardAttempts).toEqual([{ status: 'approved', dedupe_key: expect.stringMatching(/^card:/) }]);
 
     const recorded = writeHistory(
       showHistory(api.env.TEMPORAL_ADDRESS, checkoutWorkflowId(order.saleId)),
