@@ -12,7 +12,7 @@ import { fromGatewayBAmount, isGatewayBCurrency } from '../integrations/gateway-
 import { gatewayBButton } from '../integrations/gateway-b/button.js';
 import {
   type CardChargeRequest,
-  cardAttemptKey,
+  cardChargeAttempt,
   type Gateway,
   type GatewayAPageMethods,
   type PaymentConfiguration,
@@ -164,17 +164,7 @@ export function createPaymentActivities(deps: ActivityDeps) {
         notificationUrl,
       });
       if (input.recordAttempt) {
-        await recordPaymentAttempt(deps.orm.em.fork(), {
-          saleId: sale.id,
-          gateway: 'GATEWAY_A',
-          kind: 'CARD',
-          providerPaymentId: payment.id,
-          status: payment.status,
-          statusDetail: payment.statusDetail,
-          amount: payment.amount,
-          dedupeKey: cardAttemptKey(payment.id),
-          note: null,
-        });
+        await recordPaymentAttempt(deps.orm.em.fork(), cardChargeAttempt(sale.id, payment));
       }
       // The charge's answer is the gateway's own record of the payment, read server to server: the checkout can judge
       // it as is, without asking the gateway again.

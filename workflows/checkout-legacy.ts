@@ -21,6 +21,7 @@ import {
   type CheckoutInput,
   type CheckoutPhase,
   type CheckoutStatus,
+  cardChargeAttempt,
   chargeCardUpdate,
   checkoutStatusQuery,
   type Gateway,
@@ -246,17 +247,7 @@ export async function legacyCheckout(input: CheckoutInput): Promise<CheckoutStat
       return unavailable('gateway_b_only', 'This event pays through gateway B; card tokens are for gateway A');
     adoptGateway(rail);
     const payment = await gateways.chargeCard({ saleId: input.saleId, request });
-    await db.recordAttempt({
-      saleId: input.saleId,
-      gateway: 'GATEWAY_A',
-      kind: 'CARD',
-      providerPaymentId: payment.id,
-      status: payment.status,
-      statusDetail: payment.statusDetail,
-      amount: payment.amount,
-      dedupeKey: `card:${payment.id}`,
-      note: null,
-    });
+    await db.recordAttempt(cardChargeAttempt(input.saleId, payment));
     // The charge answer goes through the same path as a gateway notification, so there is one way to confirm.
     inbox.push({
       gateway: 'GATEWAY_A',

@@ -42,7 +42,7 @@ import {
   type CheckoutInput,
   type CheckoutPhase,
   type CheckoutStatus,
-  cardAttemptKey,
+  cardChargeAttempt,
   chargeCardUpdate,
   checkoutStatusQuery,
   checkPaymentSignal,
@@ -1024,17 +1024,7 @@ class SaleCheckout {
       throw refusal('PROVIDER_UNAVAILABLE', 'The payment gateway did not answer; check the order status', {}, true);
     }
     if (!this.input.leanCardPurchase) {
-      await db.recordAttempt({
-        saleId: this.input.saleId,
-        gateway: 'GATEWAY_A',
-        kind: 'CARD',
-        providerPaymentId: payment.id,
-        status: payment.status,
-        statusDetail: payment.statusDetail,
-        amount: payment.amount,
-        dedupeKey: cardAttemptKey(payment.id),
-        note: null,
-      });
+      await db.recordAttempt(cardChargeAttempt(this.input.saleId, payment));
     }
     // The charge's answer goes through the same path as a notification: there is one way to confirm.
     this.inbox.push({

@@ -82,8 +82,23 @@ export const CHECKOUTS_STARTED_NOW = {
   leanCardPurchase: true,
 } as const satisfies Partial<CheckoutInput>;
 
-/** The dedupe key of a card charge's answer in the sale's payment history. */
-export const cardAttemptKey = (providerPaymentId: string): string => `card:${providerPaymentId}`;
+/** A card charge's answer as the sale's payment history records it (the CARD attempt, one per gateway payment). */
+export function cardChargeAttempt(
+  saleId: string,
+  payment: { id: string; status: string; statusDetail: string | null; amount: number },
+) {
+  return {
+    saleId,
+    gateway: 'GATEWAY_A' as const,
+    kind: 'CARD' as const,
+    providerPaymentId: payment.id,
+    status: payment.status,
+    statusDetail: payment.statusDetail,
+    amount: payment.amount,
+    dedupeKey: `card:${payment.id}`,
+    note: null,
+  };
+}
 
 export interface BuyerDetails {
   name: string;
