@@ -10,15 +10,12 @@
  * Results: bench/results/payload-codec-<date>.json.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { EncryptionCodec } from '../config/payload-codec.js';
+import { median, saveResults } from './lib/results.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((arg) => arg !== 'payload-codec'),
   options: {
@@ -85,7 +82,6 @@ for (let round = 0; round < rounds; round += 1) {
   }
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 const baseline = median(microsPerPayload.get(variants[0]!.name) ?? []);
 const results = variants.map(({ name }) => {
   const measured = microsPerPayload.get(name) ?? [];
@@ -98,11 +94,9 @@ const results = variants.map(({ name }) => {
 });
 console.table(results.map(({ samples: _samples, ...row }) => row));
 
-const resultsDir = join(ROOT, 'bench', 'results');
-mkdirSync(resultsDir, { recursive: true });
-const name = values.name ?? `payload-codec-${new Date().toISOString().slice(0, 10)}`;
-writeFileSync(
-  join(resultsDir, `${name}.json`),
-  `${JSON.stringify({ measuredAt: new Date().toISOString(), rounds, payloadsPerRound, results }, null, 2)}\n`,
-);
-console.log(`results: bench/results/${name}.json`);
+saveResults(values.name ?? `payload-codec-${new Date().toISOString().slice(0, 10)}`, {
+  measuredAt: new Date().toISOString(),
+  rounds,
+  payloadsPerRound,
+  results,
+});

@@ -8,15 +8,12 @@
  * Results: bench/results/ticket-qr-<date>.json.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import QRCode from 'qrcode';
 import { ticketQrPng } from '../activities/ticket-qr.js';
 import { TICKET_CODE_RANDOM_BYTES, ticketCodeFromBytes } from '../domain/codes.js';
+import { median, saveResults } from './lib/results.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((arg) => arg !== 'ticket-qr'),
   options: {
@@ -49,7 +46,6 @@ for (let round = 0; round < rounds; round += 1) {
   }
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 const baseline = median(cpuMsPerImage.get(variants[0]!.name) ?? []);
 const results = variants.map(({ name }) => {
   const samples = cpuMsPerImage.get(name) ?? [];
@@ -63,11 +59,9 @@ const results = variants.map(({ name }) => {
 });
 console.table(results.map(({ samples: _samples, ...row }) => row));
 
-const resultsDir = join(ROOT, 'bench', 'results');
-mkdirSync(resultsDir, { recursive: true });
-const name = values.name ?? `ticket-qr-${new Date().toISOString().slice(0, 10)}`;
-writeFileSync(
-  join(resultsDir, `${name}.json`),
-  `${JSON.stringify({ measuredAt: new Date().toISOString(), rounds, imagesPerRound, results }, null, 2)}\n`,
-);
-console.log(`results: bench/results/${name}.json`);
+saveResults(values.name ?? `ticket-qr-${new Date().toISOString().slice(0, 10)}`, {
+  measuredAt: new Date().toISOString(),
+  rounds,
+  imagesPerRound,
+  results,
+});

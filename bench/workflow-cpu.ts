@@ -8,7 +8,7 @@
  *
  * Results: bench/results/workflow-cpu-<date>.json.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -17,6 +17,7 @@ import { loadEnv } from '../config/env.js';
 import { temporalDataConverter } from '../config/payload-codec.js';
 import { workerTracingOptions } from '../observability/temporal-tracing.js';
 import { buildWorkflowBundleCode, WORKFLOW_STACK_TRACE_LIMIT } from '../worker/workflow-bundle.js';
+import { median, saveResults } from './lib/results.js';
 import { dropVmCallTimeouts } from './lib/vm-call-timeouts.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -127,10 +128,6 @@ for (let round = 0; round < rounds; round += 1) {
   }
 }
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
-};
 const baseline = median(samples.get(variants[0]?.name ?? '') ?? []);
 const results = variants.map((variant) => {
   const perReplay = samples.get(variant.name) ?? [];
@@ -146,11 +143,10 @@ const results = variants.map((variant) => {
 });
 console.table(results.map(({ samples: _samples, ...row }) => row));
 
-const resultsDir = join(ROOT, 'bench', 'results');
-mkdirSync(resultsDir, { recursive: true });
-const name = values.name ?? `workflow-cpu-${new Date().toISOString().slice(0, 10)}`;
-writeFileSync(
-  join(resultsDir, `${name}.json`),
-  `${JSON.stringify({ measuredAt: new Date().toISOString(), histories: PURCHASES, rounds, replaysPerRound, results }, null, 2)}\n`,
-);
-console.log(`results: bench/results/${name}.json`);
+saveResults(values.name ?? `workflow-cpu-${new Date().toISOString().slice(0, 10)}`, {
+  measuredAt: new Date().toISOString(),
+  histories: PURCHASES,
+  rounds,
+  replaysPerRound,
+  results,
+});

@@ -71,7 +71,7 @@ const text = (bytes: Uint8Array | null | undefined): string | undefined =>
 /**
  * AES-256-GCM payload codec with key ids in the payload metadata, so keys can rotate without re-encrypting. Keys are
  * held as KeyObjects: given raw bytes, node:crypto builds a key object for every cipher, which made each payload's
- * encryption and decryption cost 45 µs of CPU instead of 21 (`npm run bench -- payload-codec`).
+ * encryption and decryption cost 1.6 to 2 times the CPU (`npm run bench -- payload-codec`).
  */
 export class EncryptionCodec implements PayloadCodec {
   readonly #keys: ReadonlyMap<string, KeyObject>;
