@@ -142,11 +142,11 @@ export function createPaymentActivities(deps: ActivityDeps) {
       return { gateway: 'GATEWAY_B', ...button };
     },
 
-    /** Charges a gateway A card token. The idempotency key ties the charge to this sale and token, so a retried
-     *  activity can never charge twice. */
     /**
-     * With `recordAttempt`, the gateway's answer is also written to the sale's payment history (the CARD attempt),
-     * which the checkout otherwise records in a step of its own; a retried charge finds it written (same dedupe key).
+     * Charges a gateway A card token. The idempotency key ties the charge to this sale and token, so a retried
+     * activity can never charge twice. With `recordAttempt`, the gateway's answer is also written to the sale's
+     * payment history (the CARD attempt), which the checkout otherwise records in a step of its own; a retried charge
+     * finds it written (same dedupe key).
      */
     async chargeCard(input: { saleId: string; request: CardChargeRequest; recordAttempt?: boolean }) {
       const { sale, event, currency } = await loadSale(input.saleId);

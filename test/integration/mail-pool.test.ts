@@ -62,7 +62,6 @@ test('a run of messages shares one connection, and one the server dropped is rep
       expect(sent.accepted).toEqual(['after-restart@example.test']);
       expect(restarted.connections()).toBe(1);
     } finally {
-      mail.close();
       await restarted.close();
     }
   } finally {
