@@ -6,7 +6,7 @@
 import { providerUrls } from '../../config/env.js';
 import { GatewayAClient } from '../../integrations/gateway-a/client.js';
 import type { ReserveRequest } from '../../workflows/definitions.js';
-import { bearer, type Organizer } from './fixtures.js';
+import { bearer, type Organizer, uniqueClientAddress } from './fixtures.js';
 import type { TestApi } from './stack.js';
 
 export interface PublishedEvent {
@@ -87,21 +87,12 @@ export async function waitForMail(
   throw new Error(`no mail to ${to} matched within ${timeoutMs} ms`);
 }
 
-let signIns = 0;
-
-/**
- * A client address of its own for each sign-in (the 198.18.0.0/15 benchmarking range): the per-address sign-in limit
- * (30 per 10 minutes) is shared by every suite of a run, and a suite of buyers from one address would exhaust it.
- */
-function nextBuyerAddress(): string {
-  signIns += 1;
-  const n = (process.pid * 7919 + signIns) % (256 * 254);
-  return `198.18.${Math.floor(n / 254)}.${1 + (n % 254)}`;
-}
-
 /** Signs a buyer in as a front end would: request a code, read it from the sandbox inbox, verify it. */
 export async function signInBuyer(api: TestApi, email: string): Promise<string> {
-  const remoteAddress = nextBuyerAddress();
+  // A client address of its own for each sign-in: the per-address sign-in limit (30 per 10 minutes) is shared by
+  // every suite of a run. A counter from the worker's pid gave every test file of one jest worker the same addresses
+  // (each file gets a fresh module registry, so the counter restarted), and one address reached 30 in CI.
+  const remoteAddress = uniqueClientAddress();
   const requested = await api.request({
     method: 'POST',
     url: '/api/v1/customer/auth/request',
