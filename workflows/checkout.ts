@@ -39,6 +39,17 @@ import type { TicketActivities } from '../activities/tickets.js';
 import type { SaleStatus } from '../domain/sale-state.js';
 import { legacyCheckout } from './checkout-legacy.js';
 import {
+  CHECKOUT_V2,
+  DEADLINE_FREES_STOCK,
+  GATEWAY_B_FIRST_APPROVAL,
+  LATE_MONEY_AFTER_LOST_TASK,
+  LOST_RESERVATION,
+  NEWS_ALREADY_READ,
+  OPEN_KNOWN_FROM_DATABASE,
+  OWED_ASK_RETRY,
+  STALE_PENDING_NEWS,
+} from './checkout-patches.js';
+import {
   type CheckoutInput,
   type CheckoutPhase,
   type CheckoutStatus,
@@ -63,59 +74,6 @@ import {
   saleStatusChangedSignal,
 } from './definitions.js';
 import { DATABASE_STEP, GATEWAY_CALL, MONEY_BACK, rerunWhenEvicted, UNTIL_IT_WORKS } from './local-steps.js';
-
-/** The version marker: executions without it in their history replay the first version (checkout-legacy.ts). */
-export const CHECKOUT_V2 = 'checkout-v2-money-never-stranded';
-/**
- * Executions recorded before it read every gateway B SALE_APPROVED of the paying charge, the first one too, as a
- * re-notification (FT_SALE_APPROVED_POST_CONFIRM) once the sale was confirmed; they replay that way.
- */
-const GATEWAY_B_FIRST_APPROVAL = 'checkout-gateway-b-first-approval';
-/**
- * Executions recorded before it retried a failed ask of the gateway on the poll interval, which each failure doubled:
- * after an outage at the deadline the answer could wait minutes. They replay that way.
- */
-const OWED_ASK_RETRY = 'checkout-owed-ask-retry';
-/**
- * Executions recorded before it never found their sale closed by someone else while a payment confirmed it: since
- * the deadline itself frees the stock (worker/lapsed-hold-sweep.ts), such a payment is judged as late money.
- */
-const DEADLINE_FREES_STOCK = 'checkout-deadline-frees-stock';
-/**
- * Executions recorded before it read every payment from the gateway again before judging it: a card charge's answer
- * and a notification the API had just re-read (both already the gateway's own record), and news of the payment that
- * already paid the sale. They replay that way. Since, a card purchase needs no task-queue activity besides the charge
- * and the ticket email.
- */
-const NEWS_ALREADY_READ = 'checkout-news-already-read';
-/**
- * Executions recorded before it asked the database whether a payment was ever opened when its own memory said none
- * was. An open whose record committed in a workflow task that was then lost (a worker crash, a task timed out on a
- * starved worker) left the execution sure that nobody could have paid: it skipped every ask of the gateway, the
- * reconciler's included, and money paid on that open waited. They replay that way.
- */
-const OPEN_KNOWN_FROM_DATABASE = 'checkout-open-known-from-database';
-/**
- * Executions recorded before they finished what a lost workflow task had started for late money. A task that decided
- * (and recorded) a refund, or confirmed the sale, can be lost before it completes (a worker crash, a task timed out
- * on a starved worker); the retried task then found the payment "being given back", or the sale "already confirmed"
- * by this very payment, and left the refund to nobody or the tickets unsent. They replay that way.
- */
-const LATE_MONEY_AFTER_LOST_TASK = 'checkout-late-money-after-lost-task';
-/**
- * Executions recorded before they compensated a reservation whose update never reached them. A reserve step can
- * commit the sale and lose its workflow task with the worker (kill -9); if the server then drops the update (its
- * registry does not outlive every failure) the execution waits out its reserve timeout and, without this, ended with
- * the sale PENDING and its stock held until the reconciler or the lapsed-hold sweep found it. They replay that way.
- */
-const LOST_RESERVATION = 'checkout-compensate-lost-reservation';
-/**
- * Executions recorded before they ignored news that a payment the gateway had already rejected was still pending.
- * Such news is a read older than the rejection: the API re-reads each notification's payment before signalling, and
- * the first notification's read (pending) can reach the checkout after the settlement's (rejected), whose write it
- * then undid, leaving the sale showing a pending payment that had failed. They replay that way.
- */
-const STALE_PENDING_NEWS = 'checkout-ignore-stale-pending-news';
 
 /**
  * Short, idempotent database transactions run inside the workflow task (local activities): no task-queue round
@@ -260,8 +218,13 @@ const GIVE_BACK: Record<GiveBackReason, { dedupe: string; note: string; paymentS
   },
 };
 
+/** Whether this execution takes patch `id`'s path: from its start when its input lists it, else as `patched` says. */
+function hasPatch(input: CheckoutInput, id: string): boolean {
+  return input.patchesInForce?.includes(id) === true || patched(id);
+}
+
 export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
-  if (!patched(CHECKOUT_V2)) return legacyCheckout(input);
+  if (!hasPatch(input, CHECKOUT_V2)) return legacyCheckout(input);
   return new SaleCheckout(input).run();
 }
 
@@ -330,7 +293,7 @@ class SaleCheckout {
     const phase = this.now();
     if (phase === 'reserved' || phase === 'confirmed') return true;
     const neverReached = phase === 'awaiting_reservation';
-    if (this.reserveFailed || (neverReached && patched(LOST_RESERVATION))) {
+    if (this.reserveFailed || (neverReached && hasPatch(this.input, LOST_RESERVATION))) {
       const closed = await db.closeUnpaidSale({
         saleId: this.input.saleId,
         to: 'ABANDONED',
@@ -458,14 +421,14 @@ class SaleCheckout {
       // The charge's answer, recorded as the CARD attempt when it came back (set only under NEWS_ALREADY_READ).
       return alreadyRead;
     }
-    if (this.alreadyPaidWith(notification) && patched(NEWS_ALREADY_READ)) {
+    if (this.alreadyPaidWith(notification) && hasPatch(this.input, NEWS_ALREADY_READ)) {
       // News of the gateway A payment that paid this sale: judging it would change nothing (see judge).
       return null;
     }
     let verdict: PaymentVerdict;
     try {
       verdict =
-        alreadyRead && patched(NEWS_ALREADY_READ)
+        alreadyRead && hasPatch(this.input, NEWS_ALREADY_READ)
           ? alreadyRead
           : await gateways.readPayment({ saleId: this.input.saleId, notification: news });
     } catch (error) {
@@ -546,7 +509,7 @@ class SaleCheckout {
       if (this.now() === 'reserved' || (this.closedUnpaid() && !(payment && this.givenBack.has(payment)))) {
         if (verdict.outcome === 'unknown' || verdict.outcome === 'refunded') return;
         const stale = verdict.outcome === 'pending' && payment !== null && this.rejected.has(payment);
-        if (stale && patched(STALE_PENDING_NEWS)) return;
+        if (stale && hasPatch(this.input, STALE_PENDING_NEWS)) return;
         await db.recordPaymentStatus({
           saleId: this.input.saleId,
           paymentStatus: verdict.rawStatus,
@@ -565,7 +528,7 @@ class SaleCheckout {
     if (payment === this.paidWith) {
       // Gateway B re-notifying a confirmed charge is how it reports refunds: recorded for the organizer.
       if (phase === 'confirmed' && verdict.gateway === 'GATEWAY_B' && eventType === 'SALE_APPROVED') {
-        if (payment && noticeKey && patched(GATEWAY_B_FIRST_APPROVAL)) {
+        if (payment && noticeKey && hasPatch(this.input, GATEWAY_B_FIRST_APPROVAL)) {
           // The first approval of this charge is no re-notification, even when asking the gateway confirmed the
           // sale before it arrived (a buyer back on the page): only a repeat flags the sale.
           await paymentRecords.flagGatewayBRenotification({
@@ -605,7 +568,7 @@ class SaleCheckout {
     });
     if (result.paymentRefunded) return;
     const closedMeanwhile = !result.confirmed && (result.status === 'ABANDONED' || result.status === 'CANCELLED');
-    if (closedMeanwhile && patched(DEADLINE_FREES_STOCK)) {
+    if (closedMeanwhile && hasPatch(this.input, DEADLINE_FREES_STOCK)) {
       // The deadline passed and the lapsed-hold sweep (or another buyer short of stock) closed the sale before this
       // execution's timer did: the payment is late money, confirmed only if the stock can be taken again.
       this.publish(result.status);
@@ -653,7 +616,7 @@ class SaleCheckout {
     if (late.outcome === 'payment_refunded') {
       // Giving back is idempotent (the same attempt record, the same refund at the gateway): seeing it through costs
       // a read when it is done, and returns the money when its task was lost.
-      if (!patched(LATE_MONEY_AFTER_LOST_TASK)) return;
+      if (!hasPatch(this.input, LATE_MONEY_AFTER_LOST_TASK)) return;
       if (seatsBooked) await seatMap.releaseBookedSeats({ saleId: this.input.saleId });
       return this.giveBack(verdict, late.status === 'CANCELLED' ? 'late_cancelled' : 'late_no_stock');
     }
@@ -663,7 +626,7 @@ class SaleCheckout {
       if (verdict.providerPaymentId !== this.paidWith) await this.giveBack(verdict, 'second_charge');
       // Confirmed by this very payment while this execution held the sale closed: by a lost task of its own. The
       // email activity sends at most once per sale.
-      else if (patched(LATE_MONEY_AFTER_LOST_TASK)) this.emailTickets();
+      else if (hasPatch(this.input, LATE_MONEY_AFTER_LOST_TASK)) this.emailTickets();
       return;
     }
     if (seatsBooked) await seatMap.releaseBookedSeats({ saleId: this.input.saleId });
@@ -915,7 +878,7 @@ class SaleCheckout {
    * (its open was committed by a workflow task that was lost); the execution takes it as its own. Null: none.
    */
   private async learnOpenedAttempt(): Promise<Gateway | null> {
-    if (!patched(OPEN_KNOWN_FROM_DATABASE)) return null;
+    if (!hasPatch(this.input, OPEN_KNOWN_FROM_DATABASE)) return null;
     const snapshot = await db.readSaleSnapshot(this.input.saleId);
     if (!snapshot?.attemptOpened || !snapshot.gateway) return null;
     log.warn('a payment was opened by a workflow task this execution never saw; asking the gateway', {
@@ -1033,7 +996,7 @@ class SaleCheckout {
       eventType: 'card_charge',
       receivedAtMs: Date.now(),
       dedupeKey: `charge:${payment.id}`,
-      ...(payment.verdict && patched(NEWS_ALREADY_READ) ? { verdict: payment.verdict } : {}),
+      ...(payment.verdict && hasPatch(this.input, NEWS_ALREADY_READ) ? { verdict: payment.verdict } : {}),
     });
     endTurn();
     await condition(() => this.settledPayments.has(payment.id));
@@ -1132,7 +1095,7 @@ class SaleCheckout {
    */
   private owePull(): void {
     this.pullOwed = true;
-    if (patched(OWED_ASK_RETRY)) {
+    if (hasPatch(this.input, OWED_ASK_RETRY)) {
       const first = Math.min(OWED_ASK_FIRST_RETRY_MS, this.input.paymentPollMs ?? DEFAULT_PAYMENT_POLL_MS);
       this.owedRetryMs = this.owedRetryMs === null ? first : Math.min(this.owedRetryMs * 2, MAX_PULL_INTERVAL_MS);
       this.nextPullAtMs = Date.now() + this.owedRetryMs;

@@ -6,6 +6,7 @@ import { defineSearchAttributeKey, type SearchAttributePair, SearchAttributeType
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { PaymentVerdict } from '../domain/payment-verdict.js';
 import type { SaleStatus } from '../domain/sale-state.js';
+import { CHECKOUT_PATCHES_IN_FORCE } from './checkout-patches.js';
 
 export const TASK_QUEUE_DEFAULT = 'ticketing';
 
@@ -73,13 +74,23 @@ export interface CheckoutInput {
    * marker and one search-attribute update less per card purchase. Executions started without it replay as they ran.
    */
   leanCardPurchase?: boolean;
+  /**
+   * Patches (workflows/checkout-patches.ts) the execution has from its start: it never asks `patched` for them, so its
+   * history holds no marker and no TemporalChangeVersion update for them (two events and a visibility write each).
+   * Executions started without it ask `patched` as they ran.
+   */
+  patchesInForce?: readonly string[];
 }
 
-/** What every checkout started now opts into; executions started before replay with what their input said. */
+/**
+ * What every checkout started now opts into; executions started before replay with what their input said. A worker
+ * must know an option before any API sends it (roll workers out first): one that does not runs the old path.
+ */
 export const CHECKOUTS_STARTED_NOW = {
   ticketsByMailer: true,
   stepsTakeTurns: true,
   leanCardPurchase: true,
+  patchesInForce: CHECKOUT_PATCHES_IN_FORCE,
 } as const satisfies Partial<CheckoutInput>;
 
 /** A card charge's answer as the sale's payment history records it (the CARD attempt, one per gateway payment). */

@@ -66,14 +66,21 @@ const localActivitiesOf = (events: HistoryEvent[]) =>
       return data ? (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type: string }).activity_type : null;
     });
 
-/** The search attributes of each upsert, our own only (the SDK's TemporalChangeVersion upserts are left out). */
+/** The search attributes of each upsert, the SDK's TemporalChangeVersion (one per patch asked) included. */
 const upsertsOf = (events: HistoryEvent[]) =>
   events
     .filter((event) => Number(event.eventType) === EventType.searchAttributesUpserted)
     .map((event) =>
       Object.keys(event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}).sort(),
-    )
-    .filter((keys) => !keys.includes('TemporalChangeVersion'));
+    );
+
+/** The markers of every `patched` the execution asked. */
+const patchMarkersOf = (events: HistoryEvent[]) =>
+  events.filter(
+    (event) =>
+      Number(event.eventType) === EventType.markerRecorded &&
+      event.markerRecordedEventAttributes?.markerName === 'core_patch',
+  );
 
 const workflowTasksOf = (events: HistoryEvent[]) =>
   events.filter((event) => Number(event.eventType) === EventType.completedTask).length;
@@ -131,6 +138,9 @@ describe('a card purchase, counted from its checkout history', () => {
     expect(attempts.filter((attempt) => attempt.kind === 'CARD')).toEqual([
       { kind: 'CARD', status: 'approved', dedupe_key: expect.stringMatching(/^card:/) },
     ]);
+    // Checkout input `patchesInForce`: the execution has today's patches from its start, so it records no patch
+    // marker and no TemporalChangeVersion update (four events and two visibility writes less per purchase).
+    expect(patchMarkersOf(events)).toEqual([]);
     expect(upsertsOf(events)).toEqual([
       ['EventDateId', 'SaleReference', 'SaleStatus', 'WorkspaceId'],
       ['Gateway'],
@@ -139,7 +149,7 @@ describe('a card purchase, counted from its checkout history', () => {
 
     const recorded = writeHistory(
       showHistory(api.env.TEMPORAL_ADDRESS, checkoutWorkflowId(order.saleId)),
-      'checkout-card-approved-lean-card-purchase',
+      'checkout-card-approved-patches-in-force',
       scratch,
     );
     expect(replayHistories([recorded]).map((result) => result.ok)).toEqual([true]);

@@ -26,6 +26,7 @@ import { workerTracingOptions } from '../../observability/temporal-tracing.js';
 import { temporalBinary } from '../../scripts/support/temporal.js';
 import { buildWorkflowBundleCode } from '../../worker/workflow-bundle.js';
 import type { checkout } from '../../workflows/checkout.js';
+import { CHECKOUT_PATCHES_IN_FORCE } from '../../workflows/checkout-patches.js';
 import {
   type CheckoutInput,
   chargeCardUpdate,
@@ -244,6 +245,8 @@ async function runCase(client: Client, seed: number): Promise<CaseResult> {
     ...(Math.floor(seed / 2) % 2 === 0 ? { ticketsByMailer: true } : {}),
     // Three cases in four take turns, as executions started now do; the others run as executions started before.
     ...(takesTurns(seed) ? { stepsTakeTurns: true } : {}),
+    // Half have today's patches from their start, as executions started now do; the others ask `patched`.
+    ...(Math.floor(seed / 4) % 2 === 0 ? { patchesInForce: CHECKOUT_PATCHES_IN_FORCE } : {}),
   };
   const violations: string[] = [];
   const runIds = new Set<string>();
