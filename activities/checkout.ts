@@ -165,7 +165,8 @@ export function createCheckoutActivities(deps: ActivityDeps) {
      */
     async reserveSale(input: { saleId: string; request: ReserveRequest }): Promise<ReserveResult> {
       const em = deps.orm.em.fork();
-      const existing = await em.findOne(Sale, { id: input.saleId }, ANY_TENANT);
+      const catalog = await readOrderCatalog(em, input.request, input.saleId);
+      const { existing } = catalog;
       if (existing) {
         const items = await em.find(SaleItem, { sale: existing.id });
         const seated = items.some((item) => (item.seats?.length ?? 0) > 0);
@@ -173,7 +174,6 @@ export function createCheckoutActivities(deps: ActivityDeps) {
       }
       let prepared = NO_SEATS;
       try {
-        const catalog = await readOrderCatalog(em, input.request);
         prepared = await prepareSeats(deps, input.saleId, input.request, catalog);
         const request = { ...input.request, holdToken: prepared.holdToken ?? input.request.holdToken };
         // Data the database refuses (a NUL byte…) fails the same way on every retry: answer at once instead.

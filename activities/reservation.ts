@@ -69,24 +69,57 @@ async function newReference(em: EntityManager): Promise<string> {
 }
 
 /**
- * The order's date and the ticket types it names for that date, read once per reservation: the seat-map step before
- * the transaction and the transaction's own checks share it (a null date or a missing type is refused by readOrder).
+ * The order's date, its event and workspace, and the ticket types it names for that date, read once per reservation
+ * in one round trip: the seat-map step before the transaction and the transaction's own checks share it (a null date
+ * or a missing type is refused by readOrder). The event is read deleted or not: the on-sale rule says why it is
+ * refused.
  */
 export interface OrderCatalog {
   date: IEventDate | null;
+  event: IEvent | null;
+  workspace: IWorkspace | null;
   types: ITicketType[];
+  /** The sale of the id `readOrderCatalog` was given, when it exists already (a retried reservation). */
+  existing: ISale | null;
 }
 
-export async function readOrderCatalog(em: EntityManager, request: ReserveRequest): Promise<OrderCatalog> {
-  const date = await em.findOne(EventDate, { id: request.eventDateId }, ANY_TENANT);
-  if (!date) return { date: null, types: [] };
+export async function readOrderCatalog(
+  em: EntityManager,
+  request: ReserveRequest,
+  saleId: string | null = null,
+): Promise<OrderCatalog> {
   const ids = reserveItemsOf(request).map((item) => item.ticketTypeId);
-  const types = await em.find(TicketType, { id: { $in: ids }, eventDate: date.id }, ANY_TENANT);
-  return { date, types };
+  const rows = await em.execute<
+    {
+      date: EntityData<IEventDate> | null;
+      event: EntityData<IEvent> | null;
+      workspace: EntityData<IWorkspace> | null;
+      types: EntityData<ITicketType>[] | null;
+      existing: EntityData<ISale> | null;
+    }[]
+  >(
+    `select row_to_json(d) as date, row_to_json(e) as event, row_to_json(w) as workspace,
+            (select json_agg(row_to_json(t)) from ticket_types t
+              where t.event_date_id = d.id and t.id in (?) and t.deleted_at is null) as types,
+            (select row_to_json(s) from sales s where s.id = ?) as existing
+       from (select 1) as one
+       left join event_dates d on d.id = ? and d.deleted_at is null
+       left join events e on e.id = d.event_id
+       left join workspaces w on w.id = d.workspace_id`,
+    [ids.length > 0 ? ids : [null], saleId, request.eventDateId],
+  );
+  const row = rows[0];
+  return {
+    date: row?.date ? em.map(EventDate, row.date) : null,
+    event: row?.event ? em.map(Event, row.event) : null,
+    workspace: row?.workspace ? em.map(Workspace, row.workspace) : null,
+    types: (row?.types ?? []).map((type) => em.map(TicketType, type)),
+    existing: row?.existing ? em.map(Sale, row.existing) : null,
+  };
 }
 
 /** The order's date and ticket types exist (for this workspace), each type once, all in one currency. */
-async function readOrder(tx: EntityManager, request: ReserveRequest, catalog: OrderCatalog): Promise<Order> {
+function readOrder(request: ReserveRequest, catalog: OrderCatalog): Order {
   const items = reserveItemsOf(request);
   const { date } = catalog;
   if (!date || (request.pinnedWorkspaceId && date.workspace !== request.pinnedWorkspaceId)) {
@@ -114,20 +147,9 @@ async function readOrder(tx: EntityManager, request: ReserveRequest, catalog: Or
   if (lines.some((line) => line.type.currency !== currency)) {
     reject('MIXED_CURRENCY', 'mixed_currency', 'All tickets of one order must be sold in the same currency');
   }
-  const { event, workspace } = await readEventAndWorkspace(tx, date);
+  const { event, workspace } = catalog;
+  if (!event || !workspace) throw new Error(`the event or workspace of date ${date.id} is missing`);
   return { date, event, workspace, lines, currency };
-}
-
-/** The date's event (deleted or not: the on-sale rule says why it is refused) and workspace, in one round trip. */
-async function readEventAndWorkspace(tx: EntityManager, date: IEventDate): Promise<Pick<Order, 'event' | 'workspace'>> {
-  const rows = await tx.execute<{ event: EntityData<IEvent> | null; workspace: EntityData<IWorkspace> | null }[]>(
-    `select (select row_to_json(e) from events e where e.id = ?) as event,
-            (select row_to_json(w) from workspaces w where w.id = ?) as workspace`,
-    [date.event, date.workspace],
-  );
-  const row = rows[0];
-  if (!row?.event || !row.workspace) throw new Error(`the event or workspace of date ${date.id} is missing`);
-  return { event: tx.map(Event, row.event), workspace: tx.map(Workspace, row.workspace) };
 }
 
 /** The event is published and sold here, and the date has not started. */
@@ -425,7 +447,7 @@ async function writeCheckedSale(
   now: Date,
   catalog: OrderCatalog,
 ): Promise<{ sale: ISale; order: Order }> {
-  const order = await readOrder(tx, request, catalog);
+  const order = readOrder(request, catalog);
   assertOnSale(order, now);
   const membership = await buyerMembership(tx, order, request, now);
   if (!request.confirmImmediately) assertOpenToThisBuyer(order, request, membership, now);

@@ -5,7 +5,6 @@ import { TICKET_CODE_RANDOM_BYTES, ticketCodeFromBytes } from '../domain/codes.j
 import { escapeHtml } from '../domain/html.js';
 import { formatMoney, isCurrencyCode } from '../domain/money.js';
 import { newId } from '../entities/ids.js';
-import { Event, EventDate, Sale, SaleItem, Ticket } from '../entities/index.js';
 import { isProviderError } from '../integrations/errors.js';
 import type { ActivityDeps } from './deps.js';
 import { appendSaleEvent } from './outbox.js';
@@ -16,22 +15,36 @@ import { ticketQrPng } from './ticket-qr.js';
  * running it twice cannot create a second ticket for the same unit (unique (sale_id, ordinal)).
  */
 export async function issueTickets(em: EntityManager, saleId: string): Promise<number> {
-  const sale = await em.findOneOrFail(Sale, { id: saleId }, { filters: { tenant: false } });
-  const items = await em.find(SaleItem, { sale: saleId }, { orderBy: { id: 'asc' } });
+  // The sale's items with what every ticket copies from the sale, in one round trip.
+  const items = await em.execute<
+    {
+      workspace_id: string;
+      event_id: string;
+      event_date_id: string;
+      ticket_type_id: string;
+      quantity: number;
+      seats: string[] | null;
+    }[]
+  >(
+    `select s.workspace_id, s.event_id, s.event_date_id, i.ticket_type_id, i.quantity, i.seats
+       from sale_items i join sales s on s.id = i.sale_id where i.sale_id = ? order by i.id`,
+    [saleId],
+  );
   const rows: unknown[] = [];
   let ordinal = 0;
   for (const item of items) {
+    const seats = typeof item.seats === 'string' ? (JSON.parse(item.seats) as string[]) : item.seats;
     for (let unit = 0; unit < item.quantity; unit += 1) {
       rows.push(
         newId(),
-        sale.workspace,
-        sale.id,
-        item.ticketType,
-        sale.event,
-        sale.eventDate,
+        item.workspace_id,
+        saleId,
+        item.ticket_type_id,
+        item.event_id,
+        item.event_date_id,
         ticketCodeFromBytes(randomBytes(TICKET_CODE_RANDOM_BYTES)),
         ordinal,
-        item.seats?.[unit] ?? null,
+        seats?.[unit] ?? null,
       );
       ordinal += 1;
     }
@@ -63,21 +76,47 @@ export async function recordConfirmation(
   if (options.queueTicketEmail) await queueTicketEmail(tx, saleId);
 }
 
+interface TicketEmail {
+  sale: {
+    status: string;
+    ticketsEmailedAt: string | null;
+    reference: string;
+    buyerName: string;
+    buyerEmail: string;
+    total: number;
+    currency: string;
+  };
+  /** The event's name, also when the event was deleted since. */
+  event: { name: string };
+  date: { startsAt: Date; timezone: string };
+  tickets: Array<{ code: string; seatLabel: string | null }>;
+}
+
+/** What a sale's ticket email says, in one round trip: the sale, its event and date, and its tickets in order. */
+async function readTicketEmail(em: EntityManager, saleId: string): Promise<TicketEmail> {
+  const rows = await em.execute<(Omit<TicketEmail, 'date'> & { startsAt: string; timezone: string })[]>(
+    `select json_build_object('status', s.status, 'ticketsEmailedAt', s.tickets_emailed_at, 'reference', s.reference,
+              'buyerName', s.buyer_name, 'buyerEmail', s.buyer_email, 'total', s.total, 'currency', s.currency) as sale,
+            json_build_object('name', e.name) as event, d.starts_at as "startsAt", d.timezone,
+            coalesce((select json_agg(json_build_object('code', t.code, 'seatLabel', t.seat_label) order by t.ordinal)
+                        from tickets t where t.sale_id = s.id), '[]'::json) as tickets
+       from sales s join events e on e.id = s.event_id join event_dates d on d.id = s.event_date_id
+      where s.id = ?`,
+    [saleId],
+  );
+  const row = rows[0];
+  if (!row) throw new Error(`sale ${saleId} not found`);
+  return { ...row, date: { startsAt: new Date(row.startsAt), timezone: row.timezone } };
+}
+
 /**
  * Emails the buyer one QR code per ticket of a CONFIRMED sale and stamps `tickets_emailed_at`, unless it was stamped
  * already: a sale not (or no longer) CONFIRMED, or already emailed, sends nothing. Sent before the stamp, so a crash
  * in between sends again rather than never (resending is the explicit POST /tickets/{code}/resend).
  */
 async function sendTicketEmail(deps: ActivityDeps, em: EntityManager, saleId: string): Promise<{ sent: number }> {
-  const sale = await em.findOneOrFail(Sale, { id: saleId }, { filters: { tenant: false } });
+  const { sale, event, date, tickets } = await readTicketEmail(em, saleId);
   if (sale.status !== 'CONFIRMED' || sale.ticketsEmailedAt) return { sent: 0 };
-  const tickets = await em.find(Ticket, { sale: saleId }, { filters: { tenant: false }, orderBy: { ordinal: 'asc' } });
-  const event = await em.findOneOrFail(Event, { id: sale.event }, { filters: { tenant: false, notDeleted: false } });
-  const date = await em.findOneOrFail(
-    EventDate,
-    { id: sale.eventDate },
-    { filters: { tenant: false, notDeleted: false } },
-  );
   const attachments = tickets.map((ticket, index) => ({
     filename: `ticket-${index + 1}.png`,
     content: ticketQrPng(ticket.code),
