@@ -6,12 +6,15 @@
  * whose button lets the buyer pay at the gateway, or a sale that already has a gateway B attempt) goes through the
  * checkout as before, with its refusals.
  */
+import type { EntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { saleGateway } from '../../domain/gateways.js';
 import { isCurrencyCode, toMajorUnits } from '../../domain/money.js';
+import type { IEvent } from '../../entities/event.js';
 import { newId } from '../../entities/ids.js';
 import { Event, Workspace } from '../../entities/index.js';
 import type { ISale } from '../../entities/sale.js';
+import type { IWorkspace } from '../../entities/workspace.js';
 
 export interface GatewayACardConfiguration {
   publicKey: string;
@@ -33,9 +36,13 @@ export async function openGatewayACardPayment(
 ): Promise<GatewayACardConfiguration | null> {
   if (!isCurrencyCode(sale.currency)) return null;
   if (sale.paymentProvider && sale.paymentProvider !== 'GATEWAY_A') return null;
-  const event = await em.findOne(Event, { id: sale.event }, { filters: { tenant: false, notDeleted: false } });
-  const workspace = await em.findOne(Workspace, { id: sale.workspace }, { filters: { tenant: false } });
-  if (!event || !workspace || saleGateway(event, workspace) !== 'GATEWAY_A') return null;
+  // The event (deleted or not) and the workspace decide the gateway: one round trip for both.
+  const found = await em.execute<{ event: EntityData<IEvent>; workspace: EntityData<IWorkspace> }[]>(
+    'select row_to_json(e) as event, row_to_json(w) as workspace from events e join workspaces w on w.id = ? where e.id = ?',
+    [sale.workspace, sale.event],
+  );
+  const row = found[0];
+  if (!row || saleGateway(em.map(Event, row.event), em.map(Workspace, row.workspace)) !== 'GATEWAY_A') return null;
   // Only while no gateway B attempt exists: a sale never pays through two gateways at once.
   const rows = await em.execute<{ id: string }[]>(
     `insert into payment_attempts (id, sale_id, gateway, kind, provider_payment_id, status, status_detail, amount, dedupe_key, note, created_at)

@@ -6,7 +6,7 @@ import { AppError } from '../../domain/errors.js';
 import { hashSecret } from '../../domain/secret-hash.js';
 import type { IBuyerSession } from '../../entities/buyer.js';
 import { newId } from '../../entities/ids.js';
-import { Buyer, BuyerSession } from '../../entities/index.js';
+import { BuyerSession } from '../../entities/index.js';
 import { authenticateOrganizer, enforceKeyScope } from './auth.js';
 
 export const BUYER_SESSION_COOKIE = 'buyer_session';
@@ -44,18 +44,32 @@ export function presentedSessionToken(request: FastifyRequest): string | undefin
 
 /** Resolves a buyer session token, or null when it is unknown, expired or ended. */
 export async function resolveBuyerSession(request: FastifyRequest, token: string): Promise<CustomerContext | null> {
-  const session = await request.em.findOne(BuyerSession, { tokenHash: hashSessionToken(token) });
-  if (!session || session.revokedAt || session.expiresAt.getTime() <= Date.now()) return null;
-  const buyer = await request.em.findOne(Buyer, { id: session.buyer });
-  if (!buyer) return null;
+  // Every customer request asks this: the session and its buyer in one round trip, live sessions only.
+  const rows = await request.em.execute<
+    {
+      session_id: string;
+      buyer_id: string;
+      email: string;
+      name: string | null;
+      phone: string | null;
+      enterprise_id: string | null;
+    }[]
+  >(
+    `select s.id as session_id, b.id as buyer_id, b.email, b.name, b.phone, b.enterprise_id
+       from buyer_sessions s join buyers b on b.id = s.buyer_id
+      where s.token_hash = ? and s.revoked_at is null and s.expires_at > now()`,
+    [hashSessionToken(token)],
+  );
+  const row = rows[0];
+  if (!row) return null;
   return {
-    buyerId: buyer.id,
-    email: buyer.email,
-    name: buyer.name ?? null,
-    phone: buyer.phone ?? null,
-    sessionId: session.id,
+    buyerId: row.buyer_id,
+    email: row.email,
+    name: row.name,
+    phone: row.phone,
+    sessionId: row.session_id,
     pinnedWorkspaceId: null,
-    enterpriseId: buyer.enterprise ?? null,
+    enterpriseId: row.enterprise_id,
   };
 }
 
