@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { outcomeOfStatus } from '../domain/payment-verdict.js';
 import type { SaleStatus } from '../domain/sale-state.js';
 import { ANY_TENANT } from '../entities/common.js';
 import { Sale, SaleItem } from '../entities/index.js';
@@ -145,6 +146,11 @@ export interface SaleSnapshot extends ReservedSale {
   seated: boolean;
   gateway: Gateway | null;
   attemptOpened: boolean;
+  /**
+   * Payments the sale's history records the gateway rejecting: a rejection is final, so later news of one still
+   * pending is stale. Absent from snapshots recorded before it existed.
+   */
+  rejectedPayments?: string[];
 }
 
 /** A refund was requested or done for this payment: it must never confirm anything afterwards. */
@@ -222,18 +228,33 @@ export function createCheckoutActivities(deps: ActivityDeps) {
       const em = deps.orm.em.fork();
       const sale = await em.findOne(Sale, { id: saleId }, ANY_TENANT);
       if (!sale) return null;
-      const rows = await em.execute<{ seated: boolean; gateway: Gateway | null; opened: boolean }[]>(
+      const rows = await em.execute<
+        {
+          seated: boolean;
+          gateway: Gateway | null;
+          opened: boolean;
+          statuses: { gateway: Gateway; payment: string; status: string }[] | null;
+        }[]
+      >(
         `select exists (select 1 from sale_items where sale_id = ? and coalesce(jsonb_array_length(seats::jsonb), 0) > 0) as seated,
                 (select gateway from payment_attempts where sale_id = ? order by created_at limit 1) as gateway,
-                exists (select 1 from payment_attempts where sale_id = ? and kind in ('OPEN', 'PSE', 'CARD')) as opened`,
-        [saleId, saleId, saleId],
+                exists (select 1 from payment_attempts where sale_id = ? and kind in ('OPEN', 'PSE', 'CARD')) as opened,
+                (select json_agg(json_build_object('gateway', gateway, 'payment', provider_payment_id, 'status', status))
+                   from payment_attempts
+                  where sale_id = ? and provider_payment_id is not null and status is not null
+                    and kind in ('CARD', 'NOTIFICATION', 'STATUS_CHECK')) as statuses`,
+        [saleId, saleId, saleId, saleId],
       );
       const facts = rows[0];
+      const rejected = (facts?.statuses ?? []).filter(
+        (recorded) => outcomeOfStatus(recorded.gateway, recorded.status) === 'rejected',
+      );
       return {
         ...toReserved(sale),
         seated: facts?.seated === true,
         gateway: sale.paymentProvider ?? facts?.gateway ?? null,
         attemptOpened: facts?.opened === true,
+        rejectedPayments: [...new Set(rejected.map((recorded) => recorded.payment))],
       };
     },
 

@@ -3,7 +3,7 @@ import type { EntityData } from '@mikro-orm/core';
 import { ApplicationFailure } from '@temporalio/activity';
 import { saleGateway, workspaceGateway } from '../domain/gateways.js';
 import { isCurrencyCode, toMajorUnits } from '../domain/money.js';
-import { gatewayAVerdict, type PaymentVerdict, type SaleMoney } from '../domain/payment-verdict.js';
+import { GATEWAY_B_OUTCOME, gatewayAVerdict, type PaymentVerdict, type SaleMoney } from '../domain/payment-verdict.js';
 import type { IEvent } from '../entities/event.js';
 import { Event, Sale, Workspace } from '../entities/index.js';
 import type { ISale } from '../entities/sale.js';
@@ -23,16 +23,6 @@ import { recordPaymentAttempt } from './payment-attempts.js';
 import type { GatewayBTransaction } from './ports.js';
 
 export type { PaymentVerdict } from '../domain/payment-verdict.js';
-
-const GATEWAY_B_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
-  APPROVED: 'approved',
-  PENDING: 'pending',
-  PROCESSING: 'pending',
-  REJECTED: 'rejected',
-  FAILED: 'rejected',
-  VOIDED: 'refunded',
-  NO_TRANSACTION_FOUND: 'unknown',
-};
 
 const notFound = (gateway: Gateway): PaymentVerdict => ({
   gateway,

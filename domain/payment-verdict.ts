@@ -30,6 +30,22 @@ export const GATEWAY_A_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
   charged_back: 'refunded',
 };
 
+/** What each gateway B transaction status means. */
+export const GATEWAY_B_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
+  APPROVED: 'approved',
+  PENDING: 'pending',
+  PROCESSING: 'pending',
+  REJECTED: 'rejected',
+  FAILED: 'rejected',
+  VOIDED: 'refunded',
+  NO_TRANSACTION_FOUND: 'unknown',
+};
+
+/** What a payment status recorded from `gateway` means, as its verdict said when it was read. */
+export function outcomeOfStatus(gateway: Gateway, rawStatus: string): PaymentVerdict['outcome'] {
+  return (gateway === 'GATEWAY_A' ? GATEWAY_A_OUTCOME : GATEWAY_B_OUTCOME)[rawStatus] ?? 'unknown';
+}
+
 /** The sale a payment is judged against. */
 export interface SaleMoney {
   reference: string;

@@ -316,6 +316,8 @@ class SaleCheckout {
     this.seated = snapshot.seated === true;
     this.attemptOpened = snapshot.attemptOpened === true;
     this.paidWith = snapshot.paymentRef ?? null;
+    // What an earlier run learned: news that a payment the gateway rejected is still pending is stale here too.
+    for (const payment of snapshot.rejectedPayments ?? []) this.rejected.add(payment);
     upsertSearchAttributes([
       { key: SA.saleReference, value: snapshot.reference },
       { key: SA.workspaceId, value: snapshot.workspaceId },

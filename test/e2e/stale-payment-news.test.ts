@@ -2,13 +2,15 @@
  * Gateway notifications arrive in any order, and the API re-reads each one's payment before waking the checkout. The
  * bank page's "payment created" notification can be re-read (pending) before the bank settles and still reach the
  * checkout after the settlement's notification (rejected), on a busy API. A rejection is final: the sale must go on
- * showing it, not the pending status of the older read. CI met this as a rejected transfer shown pending for good.
+ * showing it, not the pending status of the older read. CI met this as a rejected transfer shown pending for good. A
+ * run resumed after the sale closed learns the rejections from the sale's payment history.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { notifyCheckout } from '../../api/routes/webhooks/gateways.js';
 import {
   checkoutWorkflowId,
   type PaymentNotification,
@@ -31,7 +33,8 @@ import { startTestApi, type TestApi } from '../support/stack.js';
 let api: TestApi;
 const scratch = mkdtempSync(join(tmpdir(), 'ticketing-histories-'));
 beforeAll(async () => {
-  api = await startTestApi();
+  // A released sale's checkout ends two seconds later, so news after that starts a resumed run.
+  api = await startTestApi({ LATE_PAYMENT_GRACE_MS: '2000' });
 });
 afterAll(async () => {
   await api.close();
@@ -55,18 +58,19 @@ async function signalsProcessed(handle: WorkflowHandle): Promise<void> {
   );
 }
 
-test('news that a rejected transfer is still pending, arriving after the rejection, leaves the sale showing it rejected', async () => {
+/** A buyer's PSE transfer the bank rejected, shown on the order; the sale is still PENDING. */
+async function rejectedTransfer(label: string) {
   const organizer = await createOrganizer(api.orm.em.fork());
   const event = await publishEvent(api, organizer);
-  const token = await signInBuyer(api, `stale-${Math.random().toString(36).slice(2, 8)}@buyers.test`);
-  const sale = (await reserveOrder(api, token, orderBody(event))).json().data;
+  const token = await signInBuyer(api, `${label}-${Math.random().toString(36).slice(2, 8)}@buyers.test`);
+  const sale = (await reserveOrder(api, token, orderBody(event))).json().data as { saleId: string; reference: string };
   const pse = await api.request({
     method: 'POST',
     url: `/api/v1/customer/orders/${sale.saleId}/payment/pse`,
     headers: session(token),
   });
   expect(pse.statusCode).toBe(200);
-  expect((await confirmAtBank(pse.json().data.redirectUrl, 'stale@example.test')).status).toBe(302);
+  expect((await confirmAtBank(pse.json().data.redirectUrl, `${label}@example.test`)).status).toBe(302);
 
   const settled = await fetch(`${api.env.SANDBOX_URL}/control/gateway-a/pse/settle`, {
     method: 'POST',
@@ -79,27 +83,31 @@ test('news that a rejected transfer is still pending, arriving after the rejecti
     () => customerOrder(api, token, sale.saleId),
     (order) => order.paymentStatus === 'rejected',
   );
+  return { sale, token, paymentId: String(payment.id) };
+}
 
-  // What the API signals for the bank page's notification when its re-read (pending) came before the settlement.
-  const paymentId = String(payment.id);
-  const staleRead: PaymentNotification = {
+/** What the API signals for the bank page's notification when its re-read (pending) came before the settlement. */
+const staleReadOf = (paymentId: string): PaymentNotification => ({
+  gateway: 'GATEWAY_A',
+  providerPaymentId: paymentId,
+  eventType: 'payment.pending',
+  receivedAtMs: Date.now(),
+  dedupeKey: `a:${paymentId}:pending`,
+  verdict: {
     gateway: 'GATEWAY_A',
+    outcome: 'pending',
     providerPaymentId: paymentId,
-    eventType: 'payment.pending',
-    receivedAtMs: Date.now(),
-    dedupeKey: `a:${paymentId}:pending`,
-    verdict: {
-      gateway: 'GATEWAY_A',
-      outcome: 'pending',
-      providerPaymentId: paymentId,
-      rawStatus: 'pending',
-      statusDetail: 'pending_waiting_transfer',
-      mismatch: false,
-      foreign: false,
-    },
-  };
+    rawStatus: 'pending',
+    statusDetail: 'pending_waiting_transfer',
+    mismatch: false,
+    foreign: false,
+  },
+});
+
+test('news that a rejected transfer is still pending, arriving after the rejection, leaves the sale showing it rejected', async () => {
+  const { sale, token, paymentId } = await rejectedTransfer('stale');
   const handle = api.services.temporal.workflow.getHandle(checkoutWorkflowId(sale.saleId));
-  await handle.signal(paymentNotificationSignal, staleRead);
+  await handle.signal(paymentNotificationSignal, staleReadOf(paymentId));
   await signalsProcessed(handle);
 
   const order = await customerOrder(api, token, sale.saleId);
@@ -111,6 +119,37 @@ test('news that a rejected transfer is still pending, arriving after the rejecti
   const recorded = writeHistory(
     showHistory(api.env.TEMPORAL_ADDRESS, checkoutWorkflowId(sale.saleId)),
     'checkout-stale-pending-news-ignored',
+    scratch,
+  );
+  expect(replayHistories([recorded]).map((result) => result.ok)).toEqual([true]);
+});
+
+test('a checkout resumed after the sale closed knows the rejection too: the stale news leaves it showing rejected', async () => {
+  const { sale, token, paymentId } = await rejectedTransfer('resumed');
+  const released = await api.request({
+    method: 'POST',
+    url: `/api/v1/customer/orders/${sale.saleId}/release`,
+    headers: session(token),
+  });
+  expect(released.statusCode).toBe(200);
+  const handle = api.services.temporal.workflow.getHandle(checkoutWorkflowId(sale.saleId));
+  await eventually(
+    () => handle.describe(),
+    (run) => run.status.name === 'COMPLETED',
+  );
+
+  // The stale read reaches a finished checkout: the gateway webhook's own path starts a run that resumes the sale.
+  await notifyCheckout(api.services, sale.saleId, staleReadOf(paymentId));
+  await signalsProcessed(handle);
+
+  const order = await customerOrder(api, token, sale.saleId);
+  expect(order.status).toBe('ABANDONED');
+  expect(order.paymentStatus).toBe('rejected');
+  expect(order.declineCode).toBe('rejected_by_bank');
+
+  const recorded = writeHistory(
+    showHistory(api.env.TEMPORAL_ADDRESS, checkoutWorkflowId(sale.saleId)),
+    'checkout-resumed-stale-pending-news-ignored',
     scratch,
   );
   expect(replayHistories([recorded]).map((result) => result.ok)).toEqual([true]);

@@ -93,7 +93,11 @@ const Ack = z.object({ received: z.boolean(), ignored: z.string().optional() });
  * later than the grace period), signal-with-start opens a new one that reads the sale and settles the payment:
  * money that arrives is never dropped.
  */
-async function notifyCheckout(services: ApiServices, saleId: string, notification: PaymentNotification): Promise<void> {
+export async function notifyCheckout(
+  services: ApiServices,
+  saleId: string,
+  notification: PaymentNotification,
+): Promise<void> {
   await services.temporal.workflow.signalWithStart<typeof checkout, [PaymentNotification]>('checkout', {
     workflowId: checkoutWorkflowId(saleId),
     taskQueue: services.env.TEMPORAL_TASK_QUEUE,
