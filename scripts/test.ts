@@ -28,11 +28,13 @@ const SIDE_BY_SIDE_FAULTS = [
   'test/faults/two-workers.test.ts',
 ];
 /**
- * Fault files that touch nothing of the run's stack or of the machine's services (the starved-worker simulation brings
- * its own Temporal server and in-memory providers) run in the background through both fault phases: their minutes
- * overlap the serial phase's waits for restarts instead of adding to the run. Their output is printed when they end.
+ * Files that touch nothing of the run's stack or of the machine's services (the simulations bring their own Temporal
+ * server and in-memory providers) run in the background, one after the other, through both fault phases of a full
+ * run: their minutes overlap the serial phase's waits for restarts instead of adding to the run. Their output is
+ * printed when they end. A focused run of one of them runs it in its phase as usual.
  */
 const BACKGROUND_FAULTS = ['test/faults/starved-worker.test.ts'];
+const BACKGROUND_SIMULATIONS = ['test/simulation/checkout-simulation.test.ts'];
 const OWN_PROCESS_FAULTS = [...SIDE_BY_SIDE_FAULTS, ...BACKGROUND_FAULTS];
 const jestArgs = process.argv.slice(2);
 const focused = jestArgs.some((arg) => !arg.startsWith('-'));
@@ -214,17 +216,16 @@ try {
   // Fault injection restarts the machine's Postgres and Redis, so it runs after everything else: on a full run, or
   // when asked for (`npm test -- test/faults`, or some of its files).
   const faultsOnly = jestArgs.some((arg) => arg.includes('test/faults'));
-  exitCode = faultsOnly ? 0 : await run('jest', ['--ci', ...jestArgs, '--testPathIgnorePatterns=test/faults'], jestEnv);
+  const inBackgroundLater = focused ? [] : BACKGROUND_SIMULATIONS.map((file) => `--testPathIgnorePatterns=${file}`);
+  exitCode = faultsOnly
+    ? 0
+    : await run('jest', ['--ci', ...jestArgs, '--testPathIgnorePatterns=test/faults', ...inBackgroundLater], jestEnv);
   if (exitCode === 0 && (!focused || faultsOnly)) {
     const wholeFaultSuite = !focused || jestArgs.some((arg) => /^test\/faults\/?$/.test(arg));
     if (wholeFaultSuite) {
-      phase(`fault injection in the background: ${BACKGROUND_FAULTS.join(', ')}`);
-      const background = runCommand(
-        'jest',
-        ['--ci', `--maxWorkers=${BACKGROUND_FAULTS.length}`, ...BACKGROUND_FAULTS],
-        jestEnv,
-        true,
-      );
+      const backgroundFiles = [...BACKGROUND_FAULTS, ...(focused ? [] : BACKGROUND_SIMULATIONS)];
+      phase(`in the background: ${backgroundFiles.join(', ')}`);
+      const background = runCommand('jest', ['--ci', '--maxWorkers=1', ...backgroundFiles], jestEnv, true);
       phase('fault injection on private processes, side by side (kills and restarts their own worker, API, Temporal)');
       exitCode = await run(
         'jest',
@@ -245,7 +246,7 @@ try {
         );
       }
       const { code, output } = await background;
-      phase(`fault injection in the background ended (exit ${code})`);
+      phase(`the background files ended (exit ${code})`);
       process.stdout.write(output);
       if (exitCode === 0) exitCode = code;
     } else {
