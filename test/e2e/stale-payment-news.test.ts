@@ -104,24 +104,23 @@ const staleReadOf = (paymentId: string): PaymentNotification => ({
   },
 });
 
+/** The order shows the bank's rejection, and the checkout's history (committed as `fixture`) replays. */
+async function expectRejectionShown(saleId: string, token: string, status: 'PENDING' | 'ABANDONED', fixture: string) {
+  const order = await customerOrder(api, token, saleId);
+  expect(order.status).toBe(status);
+  expect(order.paymentStatus).toBe('rejected');
+  expect(order.declineCode).toBe('rejected_by_bank');
+  const recorded = writeHistory(showHistory(api.env.TEMPORAL_ADDRESS, checkoutWorkflowId(saleId)), fixture, scratch);
+  expect(replayHistories([recorded]).map((result) => result.ok)).toEqual([true]);
+}
+
 test('news that a rejected transfer is still pending, arriving after the rejection, leaves the sale showing it rejected', async () => {
   const { sale, token, paymentId } = await rejectedTransfer('stale');
   const handle = api.services.temporal.workflow.getHandle(checkoutWorkflowId(sale.saleId));
   await handle.signal(paymentNotificationSignal, staleReadOf(paymentId));
   await signalsProcessed(handle);
-
-  const order = await customerOrder(api, token, sale.saleId);
-  expect(order.status).toBe('PENDING');
-  expect(order.paymentStatus).toBe('rejected');
-  expect(order.declineCode).toBe('rejected_by_bank');
-
   // Patch `checkout-ignore-stale-pending-news`: the committed fixture of this path replays with the others.
-  const recorded = writeHistory(
-    showHistory(api.env.TEMPORAL_ADDRESS, checkoutWorkflowId(sale.saleId)),
-    'checkout-stale-pending-news-ignored',
-    scratch,
-  );
-  expect(replayHistories([recorded]).map((result) => result.ok)).toEqual([true]);
+  await expectRejectionShown(sale.saleId, token, 'PENDING', 'checkout-stale-pending-news-ignored');
 });
 
 test('a checkout resumed after the sale closed knows the rejection too: the stale news leaves it showing rejected', async () => {
@@ -141,16 +140,5 @@ test('a checkout resumed after the sale closed knows the rejection too: the stal
   // The stale read reaches a finished checkout: the gateway webhook's own path starts a run that resumes the sale.
   await notifyCheckout(api.services, sale.saleId, staleReadOf(paymentId));
   await signalsProcessed(handle);
-
-  const order = await customerOrder(api, token, sale.saleId);
-  expect(order.status).toBe('ABANDONED');
-  expect(order.paymentStatus).toBe('rejected');
-  expect(order.declineCode).toBe('rejected_by_bank');
-
-  const recorded = writeHistory(
-    showHistory(api.env.TEMPORAL_ADDRESS, checkoutWorkflowId(sale.saleId)),
-    'checkout-resumed-stale-pending-news-ignored',
-    scratch,
-  );
-  expect(replayHistories([recorded]).map((result) => result.ok)).toEqual([true]);
+  await expectRejectionShown(sale.saleId, token, 'ABANDONED', 'checkout-resumed-stale-pending-news-ignored');
 });
