@@ -1,8 +1,7 @@
 /**
  * V8 heap settings of the long-running processes, the same wherever they start in production's shape: `npm run dev`,
- * the flash-sale bench, the fault harness's stacks, and docker-compose.yml, the Dockerfile and package.json's scripts
- * (literal there; test/unit/node-flags.test.ts checks they agree). The main test stack (scripts/test.ts) does not pass
- * them yet.
+ * the test stack (scripts/test.ts), the flash-sale bench, the fault harness's stacks, and docker-compose.yml, the
+ * Dockerfile and package.json's scripts (literal there; test/unit/node-flags.test.ts checks they agree).
  *
  * Without them V8 sizes each heap from the machine's memory (about 4 GB on a 24 GB box) and lets garbage pile up
  * before it collects: in the flash-sale bench the API reached 636 MB of RSS and the worker 1,222 MB, with live sets a

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { nodeFlagsFor } from '../config/node-flags.js';
 import { connectTemporalClient } from '../config/temporal.js';
 import { dropDatabase, recreateDatabase } from './support/database.js';
 import { freePorts, httpOk, type ManagedProcess, startProcess, waitFor } from './support/processes.js';
@@ -189,7 +190,7 @@ try {
     startProcess({
       name,
       command: process.execPath,
-      args: ['--import', 'tsx', entry],
+      args: [...nodeFlagsFor(entry), '--import', 'tsx', entry],
       env: testEnv,
       cwd: ROOT,
       logFile: join(logDir, `${name}.log`),
