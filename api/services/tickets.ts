@@ -1,7 +1,7 @@
 /**
- * Ticket operations the organizer routes run beyond reading: reassignment, applying the rules of
- * domain/ticket-reassignment.ts inside the transaction and locks it needs, and moving the ticket's stock unit. Routes
- * keep the HTTP side (schemas, status codes, mapping).
+ * Ticket operations the organizer routes run beyond reading: the door's check-in, and reassignment, applying the
+ * rules of domain/ticket-reassignment.ts inside the transaction and locks it needs, and moving the ticket's stock unit.
+ * Routes keep the HTTP side (schemas, status codes, mapping).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../../domain/errors.js';
@@ -20,6 +20,54 @@ import {
 import { isUuid } from '../../entities/ids.js';
 import { takeStock } from '../../entities/stock.js';
 import { returnUnits } from '../../entities/stock-moves.js';
+import type { TicketRow } from '../http/ticket-views.js';
+
+/**
+ * Consumes a ticket at the door: VALID → USED, only while its sale is CONFIRMED. True when this scan admitted the
+ * holder; concurrent scans at two doors admit exactly one (the conditional update), and the sale is share-locked so a
+ * cancel or refund (which lock it for update) waits for this scan, or this scan for it.
+ */
+export async function checkInTicket(em: EntityManager, code: string, workspaceId: string): Promise<boolean> {
+  return em.transactional(async (tx) => {
+    const sales = await tx.execute<{ status: string }[]>(
+      `select s.status from sales s join tickets t on t.sale_id = s.id
+        where t.code = ? and t.workspace_id = ? for share of s`,
+      [code, workspaceId],
+    );
+    if (sales[0]?.status !== 'CONFIRMED') return false;
+    const used = await tx.execute<{ id: string }[]>(
+      `update tickets set status = 'USED', checked_in_at = now(), updated_at = now()
+        where code = ? and workspace_id = ? and status = 'VALID' returning id`,
+      [code, workspaceId],
+    );
+    return used.length === 1;
+  });
+}
+
+/** Why a scan did not admit the holder of `ticket` (read after the scan): already used, invalid, or not yet paid. */
+export function checkInRefusal(ticket: TicketRow): AppError {
+  if (ticket.status === 'USED') {
+    return new AppError('TICKET_ALREADY_USED', 'This ticket was already used at the door', {
+      details: {
+        ticketCode: ticket.code,
+        checkedInAt: ticket.checked_in_at ? new Date(ticket.checked_in_at).toISOString() : null,
+      },
+    });
+  }
+  return new AppError(
+    'INVALID_STATE',
+    ticket.status === 'INVALID'
+      ? 'This ticket is not valid (its sale was cancelled or refunded)'
+      : `The sale is ${ticket.sale_status}, not CONFIRMED`,
+    {
+      details: {
+        reason: ticket.status === 'INVALID' ? 'ticket_invalid' : 'sale_not_confirmed',
+        ticketStatus: ticket.status,
+        saleStatus: ticket.sale_status,
+      },
+    },
+  );
+}
 
 interface LockedTicketRow {
   id: string;

@@ -8,7 +8,7 @@ import { dataOf } from '../../http/envelope.js';
 import { organizer } from '../../http/route-access.js';
 import { findTicketByCode, TicketAccessSchema, type TicketRow, toTicketAccess } from '../../http/ticket-views.js';
 import { activeWorkspace } from '../../plugins/auth.js';
-import { reassignTicket } from '../../services/tickets.js';
+import { checkInRefusal, checkInTicket, reassignTicket } from '../../services/tickets.js';
 import type { ApiServices } from '../../services.js';
 
 const TicketCodeParams = z.object({ ticketCode: z.string().min(1).max(100) });
@@ -80,44 +80,10 @@ export const ticketRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = as
       const workspaceId = activeWorkspace(request).workspaceId;
       const code = request.params.ticketCode;
       await requireTicket(request.em, code, workspaceId);
-      const outcome = await request.em.fork().transactional(async (tx) => {
-        // Share-lock the sale: a cancel or refund (which lock it for update) waits for this scan, or this scan for it.
-        const sales = await tx.execute<{ status: string }[]>(
-          `select s.status from sales s join tickets t on t.sale_id = s.id
-            where t.code = ? and t.workspace_id = ? for share of s`,
-          [code, workspaceId],
-        );
-        if (sales[0]?.status !== 'CONFIRMED') return { admitted: false as const };
-        const used = await tx.execute<{ id: string }[]>(
-          `update tickets set status = 'USED', checked_in_at = now(), updated_at = now()
-            where code = ? and workspace_id = ? and status = 'VALID' returning id`,
-          [code, workspaceId],
-        );
-        return { admitted: used.length === 1 };
-      });
+      const admitted = await checkInTicket(request.em.fork(), code, workspaceId);
       const ticket = await requireTicket(request.em.fork(), code, workspaceId);
-      if (outcome.admitted) return { data: { ...toTicketAccess(ticket), admitted: true as const } };
-      if (ticket.status === 'USED') {
-        throw new AppError('TICKET_ALREADY_USED', 'This ticket was already used at the door', {
-          details: {
-            ticketCode: ticket.code,
-            checkedInAt: ticket.checked_in_at ? new Date(ticket.checked_in_at).toISOString() : null,
-          },
-        });
-      }
-      throw new AppError(
-        'INVALID_STATE',
-        ticket.status === 'INVALID'
-          ? 'This ticket is not valid (its sale was cancelled or refunded)'
-          : `The sale is ${ticket.sale_status}, not CONFIRMED`,
-        {
-          details: {
-            reason: ticket.status === 'INVALID' ? 'ticket_invalid' : 'sale_not_confirmed',
-            ticketStatus: ticket.status,
-            saleStatus: ticket.sale_status,
-          },
-        },
-      );
+      if (admitted) return { data: { ...toTicketAccess(ticket), admitted: true as const } };
+      throw checkInRefusal(ticket);
     },
   );
 
