@@ -3,7 +3,7 @@ import type { EntityData } from '@mikro-orm/core';
 import { ApplicationFailure } from '@temporalio/activity';
 import { saleGateway, workspaceGateway } from '../domain/gateways.js';
 import { isCurrencyCode, toMajorUnits } from '../domain/money.js';
-import { GATEWAY_B_OUTCOME, gatewayAVerdict, type PaymentVerdict, type SaleMoney } from '../domain/payment-verdict.js';
+import { gatewayAVerdict, outcomeOfStatus, type PaymentVerdict, type SaleMoney } from '../domain/payment-verdict.js';
 import type { IEvent } from '../entities/event.js';
 import { Event, Sale, Workspace } from '../entities/index.js';
 import type { ISale } from '../entities/sale.js';
@@ -43,7 +43,7 @@ function gatewayBAmountDiffers(amount: number, reportedCurrency: string | null, 
 function gatewayBVerdict(transaction: GatewayBTransaction, sale: SaleMoney): PaymentVerdict {
   return {
     gateway: 'GATEWAY_B',
-    outcome: GATEWAY_B_OUTCOME[transaction.status] ?? 'unknown',
+    outcome: outcomeOfStatus('GATEWAY_B', transaction.status),
     providerPaymentId: transaction.transactionId,
     rawStatus: transaction.status,
     statusDetail: null,

@@ -31,7 +31,7 @@ export const GATEWAY_A_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
 };
 
 /** What each gateway B transaction status means. */
-export const GATEWAY_B_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
+const GATEWAY_B_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
   APPROVED: 'approved',
   PENDING: 'pending',
   PROCESSING: 'pending',
@@ -66,7 +66,7 @@ export interface GatewayAPaymentRecord {
 export function gatewayAVerdict(payment: GatewayAPaymentRecord, sale: SaleMoney): PaymentVerdict {
   return {
     gateway: 'GATEWAY_A',
-    outcome: GATEWAY_A_OUTCOME[payment.status] ?? 'unknown',
+    outcome: outcomeOfStatus('GATEWAY_A', payment.status),
     providerPaymentId: payment.id,
     rawStatus: payment.status,
     statusDetail: payment.statusDetail,
