@@ -9,7 +9,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { membershipReferenceFromBytes, SALE_REFERENCE_RANDOM_BYTES } from '../domain/codes.js';
 import { formatMoney, isCurrencyCode } from '../domain/money.js';
-import { GATEWAY_A_OUTCOME } from '../domain/payment-verdict.js';
+import { outcomeOfStatus } from '../domain/payment-verdict.js';
 import { newId } from '../entities/ids.js';
 import { Buyer, MembershipPayment, MembershipPlan, MembershipSubscription } from '../entities/index.js';
 import type { MembershipBenefits } from '../entities/membership-plan.js';
@@ -101,7 +101,7 @@ export interface MembershipMailInput {
 const DECLINE_NOTICE_TRIES = 4;
 
 const verdictOf = (payment: GatewayAPayment): MembershipVerdict => ({
-  outcome: GATEWAY_A_OUTCOME[payment.status] ?? 'unknown',
+  outcome: outcomeOfStatus('GATEWAY_A', payment.status),
   providerPaymentId: payment.id,
   reference: payment.externalReference,
   amount: payment.amount,

@@ -18,7 +18,7 @@ export interface PaymentVerdict {
 }
 
 /** What each gateway A payment status means; memberships read their payments the same way. */
-export const GATEWAY_A_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
+const GATEWAY_A_OUTCOME: Record<string, PaymentVerdict['outcome']> = {
   approved: 'approved',
   authorized: 'pending',
   pending: 'pending',
