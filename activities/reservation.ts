@@ -19,7 +19,7 @@ import type { IEventDate } from '../entities/event-date.js';
 import { newId } from '../entities/ids.js';
 import { Discount, Event, EventDate, Sale, SaleItem, TicketType, Workspace } from '../entities/index.js';
 import { activeMembership } from '../entities/membership-queries.js';
-import type { ISale } from '../entities/sale.js';
+import { type ISale, seatLabelsOf } from '../entities/sale.js';
 import { firstSoldOutType, takeStockInOrder } from '../entities/stock.js';
 import type { ITicketType } from '../entities/ticket-type.js';
 import type { IWorkspace } from '../entities/workspace.js';
@@ -222,9 +222,7 @@ async function assertSeatsFree(tx: EntityManager, { date, lines }: Order): Promi
       where s.event_date_id = ? and s.status in ('PENDING', 'CONFIRMED') and i.seats is not null`,
     [date.id],
   );
-  const taken = new Set(
-    live.flatMap((row) => (typeof row.seats === 'string' ? (JSON.parse(row.seats) as string[]) : (row.seats ?? []))),
-  );
+  const taken = new Set(live.flatMap((row) => seatLabelsOf(row.seats)));
   const clash = labels.filter((label) => taken.has(label));
   if (clash.length > 0) {
     reject('SEAT_NOT_AVAILABLE', 'seat_taken', 'A seat is already sold or reserved', { seats: clash });

@@ -5,6 +5,7 @@ import { TICKET_CODE_RANDOM_BYTES, ticketCodeFromBytes } from '../domain/codes.j
 import { escapeHtml } from '../domain/html.js';
 import { formatMoney, isCurrencyCode } from '../domain/money.js';
 import { newId } from '../entities/ids.js';
+import { seatLabelsOf } from '../entities/sale.js';
 import { isProviderError } from '../integrations/errors.js';
 import type { ActivityDeps } from './deps.js';
 import { appendSaleEvent } from './outbox.js';
@@ -23,7 +24,7 @@ export async function issueTickets(em: EntityManager, saleId: string): Promise<n
       event_date_id: string;
       ticket_type_id: string;
       quantity: number;
-      seats: string[] | null;
+      seats: string[] | string | null;
     }[]
   >(
     `select s.workspace_id, s.event_id, s.event_date_id, i.ticket_type_id, i.quantity, i.seats
@@ -33,7 +34,7 @@ export async function issueTickets(em: EntityManager, saleId: string): Promise<n
   const rows: unknown[] = [];
   let ordinal = 0;
   for (const item of items) {
-    const seats = typeof item.seats === 'string' ? (JSON.parse(item.seats) as string[]) : item.seats;
+    const seats = seatLabelsOf(item.seats);
     for (let unit = 0; unit < item.quantity; unit += 1) {
       rows.push(
         newId(),
@@ -44,7 +45,7 @@ export async function issueTickets(em: EntityManager, saleId: string): Promise<n
         item.event_date_id,
         ticketCodeFromBytes(randomBytes(TICKET_CODE_RANDOM_BYTES)),
         ordinal,
-        seats?.[unit] ?? null,
+        seats[unit] ?? null,
       );
       ordinal += 1;
     }

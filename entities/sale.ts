@@ -95,6 +95,15 @@ export const SaleItem = defineEntity({
 export type ISaleItem = InferEntity<typeof SaleItem>;
 
 /**
+ * A sale item's seat labels as a raw query returns its `seats` column: pg parses jsonb into an array, and a value
+ * cast to text on the way arrives as its JSON text; no seats is an empty list.
+ */
+export function seatLabelsOf(seats: string[] | string | null): string[] {
+  if (seats === null) return [];
+  return typeof seats === 'string' ? (JSON.parse(seats) as string[]) : seats;
+}
+
+/**
  * Units of stock a sale holds, per stock shard. Present while the sale holds inventory (reserved or sold); deleting
  * the rows and returning their units to the shards is one transaction, so stock is never returned twice.
  */
