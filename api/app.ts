@@ -59,6 +59,10 @@ export async function buildApp(
     },
     routerOptions: { ignoreTrailingSlash: true },
     forceCloseConnections: 'idle',
+    // Fastify's default of 10 s per plugin failed a start on a box with no CPU to spare (the docs plugin loading its
+    // modules while both simulations ran, in CI): a slow start is better than a failed one, and a plugin that truly
+    // hangs still fails it.
+    pluginTimeout: 60_000,
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
