@@ -1,4 +1,5 @@
 import { ApplicationFailure } from '@temporalio/activity';
+import { sqlStateOf } from '../entities/database-errors.js';
 import { DATABASE_REJECTED_FAILURE } from '../workflows/definitions.js';
 
 /**
@@ -15,22 +16,6 @@ import { DATABASE_REJECTED_FAILURE } from '../workflows/definitions.js';
  */
 export function isUnfixableByRetry(sqlState: string): boolean {
   return sqlState.startsWith('22') || sqlState === '23502' || sqlState === '23514' || sqlState === '08P01';
-}
-
-const SQLSTATE = /^[0-9A-Z]{5}$/;
-
-/**
- * The SQLSTATE of a database error: MikroORM's DriverException copies the pg driver's fields onto itself, `code`
- * among them, and a raw pg DatabaseError carries it too; wrappers are followed through `cause`.
- */
-export function sqlStateOf(error: unknown): string | null {
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth += 1) {
-    const code: unknown = Reflect.get(current, 'code');
-    if (typeof code === 'string' && SQLSTATE.test(code)) return code;
-    current = Reflect.get(current, 'cause');
-  }
-  return null;
 }
 
 const textField = (error: unknown, name: string): string | null => {

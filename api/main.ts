@@ -15,7 +15,11 @@ const tracing = startTracing('ticketing-api');
 if (tracing)
   logger.info({ service: tracing.settings.serviceName, protocol: tracing.settings.protocol }, 'exporting traces');
 
-const orm = await initOrm({ databaseUrl: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX });
+const orm = await initOrm({
+  databaseUrl: env.DATABASE_URL,
+  poolMax: env.DATABASE_POOL_MAX,
+  connectTimeoutMs: env.DATABASE_CONNECT_TIMEOUT_MS,
+});
 const redis = createRedis(env.REDIS_URL);
 const { client: temporal, connection } = await connectTemporalClient(env);
 const gatewayA = new GatewayAClient({ baseUrl: providerUrls(env).gatewayA, accessToken: env.GATEWAY_A_ACCESS_TOKEN });

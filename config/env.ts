@@ -19,6 +19,13 @@ const EnvSchema = z.object({
   GATEWAY_NOTIFICATION_ORIGIN: z.string().url().optional(),
   DATABASE_URL: z.string().default('postgres://postgres@127.0.0.1:5432/ticketing'),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).default(20),
+  /**
+   * The longest a query waits for a pooled connection (a free one, or a new one being opened). Past it the API answers
+   * 503 SERVICE_UNAVAILABLE and a worker step fails its attempt, to be retried: nothing waits without bound on a
+   * saturated pool or a database that does not answer. Below the 15 s of a checkout's database step, so an attempt the
+   * workflow has given up on does not start its transaction later.
+   */
+  DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   REDIS_URL: z.string().default('redis://127.0.0.1:6379/0'),
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().default('default'),

@@ -5,7 +5,18 @@ import { ALL_ENTITIES } from './index.js';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations', import.meta.url));
 
-export function ormConfig(options: { databaseUrl: string; poolMax?: number; debug?: boolean }): Options {
+export interface OrmOptions {
+  databaseUrl: string;
+  poolMax?: number;
+  /** DATABASE_CONNECT_TIMEOUT_MS: the longest a query waits for a pooled connection. */
+  connectTimeoutMs?: number;
+  debug?: boolean;
+}
+
+/** As config/env.ts's default, for scripts that open the ORM without the process environment's settings. */
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
+export function ormConfig(options: OrmOptions): Options {
   return defineConfig({
     clientUrl: options.databaseUrl,
     entities: ALL_ENTITIES,
@@ -19,6 +30,9 @@ export function ormConfig(options: { databaseUrl: string; poolMax?: number; debu
     autoJoinRefsForFilters: false,
     filtersOnRelations: false,
     pool: { min: 0, max: options.poolMax ?? 20 },
+    // pg's pool waits for a connection forever by default: a saturated pool or a database that accepts no connection
+    // would hold requests and steps without bound.
+    driverOptions: { connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS },
     migrations: {
       path: MIGRATIONS_DIR,
       pathTs: MIGRATIONS_DIR,
@@ -33,6 +47,6 @@ export function ormConfig(options: { databaseUrl: string; poolMax?: number; debu
 }
 
 /** Opens the ORM without touching the schema: migrations are applied by `scripts/migrations.ts`, never at startup. */
-export async function initOrm(options: { databaseUrl: string; poolMax?: number; debug?: boolean }): Promise<MikroORM> {
+export async function initOrm(options: OrmOptions): Promise<MikroORM> {
   return MikroORM.init(ormConfig(options));
 }

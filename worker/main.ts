@@ -58,7 +58,11 @@ const metricsServer =
         onError: metricsProblem,
       });
 
-const orm = await initOrm({ databaseUrl: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX });
+const orm = await initOrm({
+  databaseUrl: env.DATABASE_URL,
+  poolMax: env.DATABASE_POOL_MAX,
+  connectTimeoutMs: env.DATABASE_CONNECT_TIMEOUT_MS,
+});
 const redis = createRedis(env.REDIS_URL);
 const providers = createProviders(env);
 

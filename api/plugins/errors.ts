@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { AppError, type ErrorBody, type ErrorCode } from '../../domain/errors.js';
+import { isDatabaseUnavailable } from '../../entities/database-errors.js';
 
 /** Fastify's own error codes, translated to the contract's (part 7) so clients never see a framework message shape. */
 const FASTIFY_CODES: Record<string, { code: ErrorCode; message: string }> = {
@@ -75,6 +76,17 @@ export const errorsPlugin = fp(
       }
       if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
         return reply.status(error.statusCode).send(new AppError('BAD_REQUEST', error.message).toBody());
+      }
+      if (isDatabaseUnavailable(error)) {
+        // A dependency is down (contract 7.2): the client retries; nothing was half-written, a transaction that lost
+        // its connection was rolled back by the server.
+        // The code only: the driver's message can quote the statement, and with it buyer data.
+        request.log.warn({ code: error.code ?? null }, 'database unavailable');
+        const unavailable = new AppError('SERVICE_UNAVAILABLE', 'The database is unavailable; retry shortly', {
+          details: { reason: 'database_unavailable' },
+          headers: { 'Retry-After': '2' },
+        });
+        return reply.status(unavailable.status).headers(unavailable.headers).send(unavailable.toBody());
       }
       request.log.error({ err: error }, 'unhandled error');
       return reply

@@ -4,7 +4,8 @@
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ApplicationFailure } from '@temporalio/common';
-import { databaseRejection, rejectUnfixableDatabaseErrors, sqlStateOf } from '../../activities/db-errors.js';
+import { databaseRejection, rejectUnfixableDatabaseErrors } from '../../activities/db-errors.js';
+import { sqlStateOf } from '../../entities/database-errors.js';
 import { newId } from '../../entities/ids.js';
 import { Workspace } from '../../entities/index.js';
 import { initOrm } from '../../entities/orm.js';

@@ -32,7 +32,11 @@ export function testEnv(overrides: Partial<Record<string, string>> = {}): Env {
 
 export async function startTestApi(overrides: Partial<Record<string, string>> = {}): Promise<TestApi> {
   const env = testEnv(overrides);
-  const orm = await initOrm({ databaseUrl: env.DATABASE_URL, poolMax: 5 });
+  const orm = await initOrm({
+    databaseUrl: env.DATABASE_URL,
+    poolMax: 5,
+    connectTimeoutMs: env.DATABASE_CONNECT_TIMEOUT_MS,
+  });
   const redis = createRedis(env.REDIS_URL);
   const { client: temporal, connection } = await connectTemporalClient(env);
   const gatewayA = new GatewayAClient({ baseUrl: providerUrls(env).gatewayA, accessToken: env.GATEWAY_A_ACCESS_TOKEN });
