@@ -2,16 +2,23 @@ import { DriverException } from '@mikro-orm/core';
 
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
+/** An error and the errors it wraps (`cause`), outermost first, as far as five deep. */
+function* errorChain(error: unknown): Generator<object> {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth += 1) {
+    yield current;
+    current = Reflect.get(current, 'cause');
+  }
+}
+
 /**
  * The SQLSTATE of a database error: MikroORM's DriverException copies the pg driver's fields onto itself, `code`
  * among them, and a raw pg DatabaseError carries it too; wrappers are followed through `cause`.
  */
 export function sqlStateOf(error: unknown): string | null {
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth += 1) {
-    const code: unknown = Reflect.get(current, 'code');
+  for (const link of errorChain(error)) {
+    const code: unknown = Reflect.get(link, 'code');
     if (typeof code === 'string' && SQLSTATE.test(code)) return code;
-    current = Reflect.get(current, 'cause');
   }
   return null;
 }
@@ -37,21 +44,18 @@ const CODELESS_CONNECTION_LOSS = [
  * through the ORM throws) and errors it wraps are judged: a Redis or Temporal socket error is not the database's.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
-  let current: unknown = error;
   let fromDatabase = false;
-  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth += 1) {
-    fromDatabase ||= current instanceof DriverException;
-    if (fromDatabase) {
-      const code: unknown = Reflect.get(current, 'code');
-      if (typeof code === 'string') {
-        // 08P01 is no lost connection: the server refusing a NUL byte in a bound parameter (activities/db-errors.ts).
-        const connectionLost = code.startsWith('08') && code !== '08P01';
-        if (UNREACHABLE.has(code) || connectionLost || /^57P0[123]$/.test(code) || code === '53300') return true;
-      }
-      const message: unknown = Reflect.get(current, 'message');
-      if (typeof message === 'string' && CODELESS_CONNECTION_LOSS.some((text) => message.includes(text))) return true;
+  for (const link of errorChain(error)) {
+    fromDatabase ||= link instanceof DriverException;
+    if (!fromDatabase) continue;
+    const code: unknown = Reflect.get(link, 'code');
+    if (typeof code === 'string') {
+      // 08P01 is no lost connection: the server refusing a NUL byte in a bound parameter (activities/db-errors.ts).
+      const connectionLost = code.startsWith('08') && code !== '08P01';
+      if (UNREACHABLE.has(code) || connectionLost || /^57P0[123]$/.test(code) || code === '53300') return true;
     }
-    current = Reflect.get(current, 'cause');
+    const message: unknown = Reflect.get(link, 'message');
+    if (typeof message === 'string' && CODELESS_CONNECTION_LOSS.some((text) => message.includes(text))) return true;
   }
   return false;
 }

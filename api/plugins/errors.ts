@@ -78,9 +78,8 @@ export const errorsPlugin = fp(
         return reply.status(error.statusCode).send(new AppError('BAD_REQUEST', error.message).toBody());
       }
       if (isDatabaseUnavailable(error)) {
-        // A dependency is down (contract 7.2): the client retries; nothing was half-written, a transaction that lost
-        // its connection was rolled back by the server.
-        // The code only: the driver's message can quote the statement, and with it buyer data.
+        // A dependency is down (contract 7.2): the client retries, and nothing was half-written (the server rolled back
+        // a transaction that lost its connection). Logged by code only: the driver's message can quote the statement.
         request.log.warn({ code: error.code ?? null }, 'database unavailable');
         const unavailable = new AppError('SERVICE_UNAVAILABLE', 'The database is unavailable; retry shortly', {
           details: { reason: 'database_unavailable' },
