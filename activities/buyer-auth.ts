@@ -17,6 +17,7 @@ export function createBuyerAuthActivities(deps: ActivityDeps) {
         email,
         codeHash: hashSignInCode(email, code),
         attempts: 0,
+        requestedBy: input.requestedBy ?? null,
         expiresAt: new Date(Date.now() + input.codeTtlMs),
         usedAt: null,
         createdAt: new Date(),

@@ -1,10 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { log } from '@temporalio/activity';
 import { outcomeOfStatus } from '../domain/payment-verdict.js';
 import type { SaleStatus } from '../domain/sale-state.js';
 import { ANY_TENANT } from '../entities/common.js';
 import { Sale, SaleItem } from '../entities/index.js';
 import type { ISale } from '../entities/sale.js';
 import { releaseStock, takeStockInOrder } from '../entities/stock.js';
+import { REFUND_REFUSED_ALERT, refundMetrics } from '../observability/metrics.js';
 import {
   type Gateway,
   type ReservedSale,
@@ -264,7 +266,7 @@ export function createCheckoutActivities(deps: ActivityDeps) {
       provider: 'GATEWAY_A' | 'GATEWAY_B';
       paymentRef: string | null;
       paymentStatus: string;
-      /** The ticket email is owed in the same transaction, for the ticket mailer (checkouts started with ticketsByMailer). */
+      /** The ticket email is owed in the same transaction, for the ticket mailer (every checkout since the launch baseline). */
       queueTicketEmail?: boolean;
     }): Promise<{ confirmed: boolean; status: SaleStatus; paymentRef: string | null; paymentRefunded?: boolean }> {
       const em = deps.orm.em.fork();
@@ -409,6 +411,37 @@ export function createCheckoutActivities(deps: ActivityDeps) {
       await deps.orm.em
         .fork()
         .execute('update payment_attempts set status = ? where dedupe_key = ?', [input.status, input.dedupeKey]);
+    },
+
+    /**
+     * A refund the gateway refused `refusals` times in a row: its REFUND attempt becomes `refund_refused` (the operator
+     * listing reads it), the metric counts it and an alert line is logged. Only the first record counts and alerts: a
+     * step run again after a lost task changes nothing.
+     */
+    async recordRefundRefused(input: {
+      saleId: string;
+      dedupeKey: string;
+      gateway: Gateway;
+      providerPaymentId: string | null;
+      refusals: number;
+      reason: string;
+    }): Promise<{ recorded: boolean }> {
+      const rows = await deps.orm.em.fork().execute<{ id: string }[]>(
+        `update payment_attempts set status = 'refund_refused', note = ?
+          where dedupe_key = ? and status is distinct from 'refund_refused' returning id`,
+        [`refused ${input.refusals} times by the gateway: ${input.reason}`.slice(0, 300), input.dedupeKey],
+      );
+      if (rows.length === 0) return { recorded: false };
+      refundMetrics.refused.inc({ process: 'sale', gateway: input.gateway });
+      log.error(REFUND_REFUSED_ALERT, {
+        saleId: input.saleId,
+        gateway: input.gateway,
+        providerPaymentId: input.providerPaymentId,
+        refusals: input.refusals,
+        reason: input.reason,
+        action: `operator refunds-refused retry ${input.saleId}`,
+      });
+      return { recorded: true };
     },
 
     /** Appends to the sale's payment history; a notification seen before (same dedupe key) is reported as a duplicate. */

@@ -14,8 +14,10 @@ import { newId } from '../entities/ids.js';
 import { Buyer, MembershipPayment, MembershipPlan, MembershipSubscription } from '../entities/index.js';
 import type { MembershipBenefits } from '../entities/membership-plan.js';
 import type { RenewalState, SubscriptionStatus } from '../entities/membership-subscription.js';
+import { REFUND_REFUSED_ALERT, refundMetrics } from '../observability/metrics.js';
 import { type CancelledBy, type MembershipPeriod, periodEndMs } from '../workflows/membership-definitions.js';
 import type { ActivityDeps } from './deps.js';
+import { throwIfRefundDeclined } from './gateway-refunds.js';
 import { appendMembershipEvent } from './outbox.js';
 import type { GatewayAPayment } from './ports.js';
 
@@ -396,12 +398,19 @@ export function createMembershipActivities(deps: ActivityDeps) {
       return (await gatewayA.findPaymentsByReference(input.reference)).map(verdictOf);
     },
 
-    /** Returns a payment to the buyer; the same key on every retry, so the gateway refunds once. */
-    async refundMembershipGatewayPayment(input: { providerPaymentId: string }): Promise<{ status: string }> {
+    /**
+     * Returns a payment to the buyer; the same key on every retry of one ask, so the gateway refunds once. An ask after
+     * a refusal (`ask`, the refusals met before it) has a key of its own: the gateway replays a refused answer per key.
+     */
+    async refundMembershipGatewayPayment(input: {
+      providerPaymentId: string;
+      ask?: number;
+    }): Promise<{ status: string }> {
       const refund = await gatewayA.refund({
         paymentId: input.providerPaymentId,
-        idempotencyKey: `membership-refund-${input.providerPaymentId}`,
+        idempotencyKey: `membership-refund-${input.providerPaymentId}${input.ask ? `-a${input.ask}` : ''}`,
       });
+      throwIfRefundDeclined(refund);
       return { status: refund.status };
     },
 
@@ -534,7 +543,13 @@ export function createMembershipActivities(deps: ActivityDeps) {
       reference: string;
       providerPaymentId: string;
       statusDetail: string | null;
-    }): Promise<void> {
+      /**
+       * The workflow mails the notice itself, from a task-queue activity (set by executions since
+       * MEMBERSHIP_MONEY_NEVER_STRANDED): this step only records the decline and says whether the notice is owed. A
+       * mail sent from inside this local step was sent again whenever a slow send outlived the step's timeout.
+       */
+      noticeByWorkflow?: boolean;
+    }): Promise<{ noticeOwedFor: string | null }> {
       const em = deps.orm.em.fork();
       const detail = input.statusDetail ?? 'rejected';
       const unrecorded = await em.transactional(async (tx): Promise<PaymentRow | null> => {
@@ -560,10 +575,10 @@ export function createMembershipActivities(deps: ActivityDeps) {
         );
         return recorded.length === 0 ? request : null;
       });
-      if (!unrecorded) return;
+      if (!unrecorded) return { noticeOwedFor: null };
       let noticeSent = true;
       // A declined signup needs no mail: the buyer is on the payment page that just said so.
-      if (unrecorded.period_number > 1) {
+      if (unrecorded.period_number > 1 && !input.noticeByWorkflow) {
         try {
           await sendMembershipMail(em.fork(), {
             subscriptionId: unrecorded.subscription_id,
@@ -600,6 +615,7 @@ export function createMembershipActivities(deps: ActivityDeps) {
           ],
         );
       });
+      return { noticeOwedFor: input.noticeByWorkflow && unrecorded.period_number > 1 ? unrecorded.id : null };
     },
 
     /** A signup that ends unpaid: EXPIRED when its window passed, CANCELLED when the buyer or organizer cancelled. */
@@ -795,9 +811,83 @@ export function createMembershipActivities(deps: ActivityDeps) {
     async markMembershipPaymentRefunded(input: { providerPaymentId: string }): Promise<void> {
       await deps.orm.em.fork().execute(
         `update membership_payments set status = 'REFUNDED', updated_at = now()
-            where provider_payment_id = ? and status = 'REFUND_REQUESTED'`,
+            where provider_payment_id = ? and status in ('REFUND_REQUESTED', 'REFUND_REFUSED')`,
         [input.providerPaymentId],
       );
+    },
+
+    /**
+     * The gateway refused the refund of this payment for good (MAX_REFUND_REFUSALS times): REFUND_REQUESTED →
+     * REFUND_REFUSED, counted in `ticketing_refunds_refused_total` and logged as an alert the first time. The money is
+     * still the buyer's: the execution parks until an operator retries (`operator refunds-refused retry`).
+     */
+    async recordRefundRefused(input: {
+      providerPaymentId: string;
+      reason: string;
+    }): Promise<{ membershipPaymentId: string | null }> {
+      const em = deps.orm.em.fork();
+      const changed = await em.execute<{ id: string; subscription_id: string; amount: number; currency: string }[]>(
+        `update membership_payments set status = 'REFUND_REFUSED', status_detail = ?, updated_at = now()
+          where provider_payment_id = ? and status = 'REFUND_REQUESTED'
+          returning id, subscription_id, amount, currency`,
+        [`refund refused: ${input.reason}`.slice(0, 120), input.providerPaymentId],
+      );
+      const first = changed[0];
+      if (first) {
+        refundMetrics.refused.inc({ process: 'membership', gateway: 'GATEWAY_A' });
+        Context.current().log.error(REFUND_REFUSED_ALERT, {
+          what: 'refund_refused',
+          process: 'membership',
+          membershipPaymentId: first.id,
+          subscriptionId: first.subscription_id,
+          providerPaymentId: input.providerPaymentId,
+          amount: first.amount,
+          currency: first.currency,
+          reason: input.reason,
+        });
+        return { membershipPaymentId: first.id };
+      }
+      const [row] = await em.execute<{ id: string }[]>(
+        'select id from membership_payments where provider_payment_id = ?',
+        [input.providerPaymentId],
+      );
+      return { membershipPaymentId: row?.id ?? null };
+    },
+
+    /**
+     * A paid renewal whose period could not start (the subscription ended meanwhile) paid nothing: its payments are
+     * marked REFUND_REQUESTED and returned to be refunded.
+     */
+    async releaseUnstartedRenewal(input: { subscriptionId: string }): Promise<{ refund: string[] }> {
+      const em = deps.orm.em.fork();
+      const refund = await em.transactional(async (tx) => {
+        const subscription = await lockSubscription(tx, input.subscriptionId);
+        if (!subscription) return [];
+        const released = await tx.execute<{ provider_payment_id: string }[]>(
+          `update membership_payments set status = 'REFUND_REQUESTED',
+                  status_detail = 'refund: the renewal it paid could not start', updated_at = now()
+            where subscription_id = ? and status = 'APPROVED' and period_number > ? and provider_payment_id is not null
+            returning provider_payment_id`,
+          [subscription.id, subscription.period_number],
+        );
+        return released.map((row) => row.provider_payment_id);
+      });
+      return { refund };
+    },
+
+    /**
+     * Closes the gateway link of a payment request that closed unpaid, so the buyer cannot start paying it any more
+     * (an old reminder link stays payable at the gateway until its own expiry otherwise). A payment already started
+     * on it is still looked for by the workflow's last ask and the reconciler.
+     */
+    async expireMembershipPaymentLink(input: { reference: string }): Promise<void> {
+      const [row] = await deps.orm.em
+        .fork()
+        .execute<{ preference_id: string | null }[]>(
+          'select preference_id from membership_payments where reference = ?',
+          [input.reference],
+        );
+      if (row?.preference_id) await gatewayA.expirePreference(row.preference_id);
     },
 
     /** One email of the membership's life; the payment link goes in the ones that ask for money. */

@@ -1,5 +1,7 @@
 import { randomInt } from 'node:crypto';
+import { issueInvitationToken } from '../api/services/staff.js';
 import { newSignUpToken } from '../domain/accounts.js';
+import { escapeHtml } from '../domain/html.js';
 import { newId } from '../entities/ids.js';
 import { User } from '../entities/index.js';
 import {
@@ -13,6 +15,7 @@ import type { ActivityDeps } from './deps.js';
 
 type SignUpInput = Extract<OrganizerAccountEmailInput, { kind: 'sign-up' }>;
 type SignInInput = Extract<OrganizerAccountEmailInput, { kind: 'sign-in' }>;
+type StaffInvitationInput = Extract<OrganizerAccountEmailInput, { kind: 'staff-invitation' }>;
 
 const pageUrl = (origin: string, path: string): string => new URL(path, origin).toString();
 
@@ -73,6 +76,7 @@ export function createOrganizerAccountActivities(deps: ActivityDeps) {
         email,
         codeHash: hashOrganizerSignInCode(email, code),
         attempts: 0,
+        requestedBy: input.requestedBy ?? null,
         expiresAt: new Date(Date.now() + input.codeTtlMs),
         usedAt: null,
         createdAt: new Date(),
@@ -84,6 +88,24 @@ export function createOrganizerAccountActivities(deps: ActivityDeps) {
         subject: `Your organizer sign-in code: ${code}`,
         text: `Your code is ${code}. Enter it on ${pageUrl(input.publicOrigin, '/device')}. It works once and expires in ${validity}. If you did not ask for it, ignore this email.`,
         html: `<p>Your code is <b style="font-size:1.4em;letter-spacing:0.2em">${code}</b>.</p><p>It works once and expires in ${validity}. If you did not ask for it, ignore this email.</p>`,
+      });
+    },
+
+    /**
+     * The link of a staff invitation. Its token is made here and only its hash stored (a retry makes a new one, and
+     * the older link stops working); nothing is sent once the invitation was accepted, withdrawn or expired.
+     */
+    async sendStaffInvitationEmail(input: StaffInvitationInput): Promise<void> {
+      const mail = await issueInvitationToken(deps.orm.em.fork(), input.invitationId);
+      if (!mail) return;
+      const link = pageUrl(input.publicOrigin, `/invitations/accept?token=${mail.token}`);
+      const by = mail.inviterEmail ? ` by ${mail.inviterEmail}` : '';
+      const until = mail.expiresAt.toISOString().slice(0, 10);
+      await deps.providers.mail.send({
+        to: mail.email,
+        subject: `You are invited to the workspace ${mail.workspaceName}`,
+        text: `You were invited${by} to the organizer workspace ${mail.workspaceName} as ${mail.role}. Open this link to accept: ${link}\nIt works once, until ${until}. Nothing changes for you unless you accept; if you do not know this workspace, ignore this email.`,
+        html: `<p>You were invited${escapeHtml(by)} to the organizer workspace <b>${escapeHtml(mail.workspaceName)}</b> as ${escapeHtml(mail.role)}.</p><p><a href="${link}">Review and accept the invitation</a>. The link works once, until ${until}.</p><p>Nothing changes for you unless you accept; if you do not know this workspace, ignore this email.</p>`,
       });
     },
   };

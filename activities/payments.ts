@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EntityData } from '@mikro-orm/core';
 import { ApplicationFailure } from '@temporalio/activity';
-import { saleGateway, workspaceGateway } from '../domain/gateways.js';
+import { gatewayAChargesIn, saleGateway, workspaceGateway } from '../domain/gateways.js';
 import { isCurrencyCode, toMajorUnits } from '../domain/money.js';
 import { gatewayAVerdict, outcomeOfStatus, type PaymentVerdict, type SaleMoney } from '../domain/payment-verdict.js';
 import type { IEvent } from '../entities/event.js';
@@ -19,6 +19,7 @@ import {
   type PaymentNotification,
 } from '../workflows/definitions.js';
 import type { ActivityDeps } from './deps.js';
+import { throwIfRefundDeclined, throwIfVoidDeclined } from './gateway-refunds.js';
 import { recordPaymentAttempt } from './payment-attempts.js';
 import type { GatewayBTransaction } from './ports.js';
 
@@ -136,11 +137,41 @@ export function createPaymentActivities(deps: ActivityDeps) {
      * Charges a gateway A card token. The idempotency key ties the charge to this sale and token, so a retried
      * activity can never charge twice. With `recordAttempt`, the gateway's answer is also written to the sale's
      * payment history (the CARD attempt), which the checkout otherwise records in a step of its own; a retried charge
-     * finds it written (same dedupe key).
+     * finds it written (same dedupe key). With `recordBeforeCharging` (the local charge, LOCAL_CHARGE_RECORDED_FIRST) a
+     * CARD attempt `charging` is written before the gateway is called: the workflow task running this charge can be
+     * lost with its update, and the sale must still read as opened (money may exist at the gateway). The answer's
+     * own record replaces it when this activity writes that record.
      */
-    async chargeCard(input: { saleId: string; request: CardChargeRequest; recordAttempt?: boolean }) {
+    async chargeCard(input: {
+      saleId: string;
+      request: CardChargeRequest;
+      recordAttempt?: boolean;
+      recordBeforeCharging?: boolean;
+    }) {
       const { sale, event, currency } = await loadSale(input.saleId);
+      // Gateway A charges in its account's currency, not the sale's: never charge a sale in money it is not priced in.
+      // The API refuses such a rail before the checkout is asked; this is the last line before money moves.
+      if (!gatewayAChargesIn(currency, deps.env.GATEWAY_A_CURRENCIES)) {
+        throw ApplicationFailure.nonRetryable(
+          `gateway A does not charge ${currency}; sale ${sale.reference}`,
+          'gateway-a:currency_not_supported',
+        );
+      }
       const tokenDigest = createHash('sha256').update(input.request.cardToken).digest('hex').slice(0, 24);
+      const chargingKey = `card-charging:${sale.id}-${tokenDigest}`;
+      if (input.recordBeforeCharging) {
+        await recordPaymentAttempt(deps.orm.em.fork(), {
+          saleId: sale.id,
+          gateway: 'GATEWAY_A',
+          kind: 'CARD',
+          providerPaymentId: null,
+          status: 'charging',
+          statusDetail: null,
+          amount: sale.total,
+          dedupeKey: chargingKey,
+          note: 'a card charge sent to the gateway; its answer is recorded apart',
+        });
+      }
       const payment = await gatewayA.chargeCard({
         idempotencyKey: `card-${sale.id}-${tokenDigest}`,
         cardToken: input.request.cardToken,
@@ -154,7 +185,13 @@ export function createPaymentActivities(deps: ActivityDeps) {
         notificationUrl,
       });
       if (input.recordAttempt) {
-        await recordPaymentAttempt(deps.orm.em.fork(), cardChargeAttempt(sale.id, payment));
+        await deps.orm.em.fork().transactional(async (tx) => {
+          await recordPaymentAttempt(tx, cardChargeAttempt(sale.id, payment));
+          // The answer's record says as much as the charging one did (an opened CARD attempt) and more: one row a charge.
+          if (input.recordBeforeCharging) {
+            await tx.execute('delete from payment_attempts where dedupe_key = ?', [chargingKey]);
+          }
+        });
       }
       // The charge's answer is the gateway's own record of the payment, read server to server: the checkout can judge
       // it as is, without asking the gateway again.
@@ -244,22 +281,34 @@ export function createPaymentActivities(deps: ActivityDeps) {
     },
 
     /** Returns an approved payment to the buyer. Idempotent per payment: the gateway sees the same key on retries. */
-    async refundPayment(input: { saleId: string; gateway: Gateway; providerPaymentId: string | null; reason: string }) {
+    async refundPayment(input: {
+      saleId: string;
+      gateway: Gateway;
+      providerPaymentId: string | null;
+      reason: string;
+      /** Refusals this refund met before this ask (0 or absent: the first key); each later ask has a key of its own. */
+      ask?: number;
+    }) {
       const { sale } = await loadSale(input.saleId);
+      // The gateway replays a refused answer for a key it has seen: an ask after a refusal uses a new one.
+      const askSuffix = input.ask ? `-a${input.ask}` : '';
       if (input.gateway === 'GATEWAY_A') {
         if (!input.providerPaymentId) throw ApplicationFailure.nonRetryable('gateway A refund needs the payment id');
         const refund = await gatewayA.refund({
           paymentId: input.providerPaymentId,
-          idempotencyKey: `refund-${sale.id}-${input.providerPaymentId}`,
+          idempotencyKey: `refund-${sale.id}-${input.providerPaymentId}${askSuffix}`,
         });
+        throwIfRefundDeclined(refund);
         return { status: refund.status, refundId: refund.refundId };
       }
       const voided = await gatewayB.void({
         orderId: sale.reference,
         transactionId: input.providerPaymentId,
         // Per transaction: a second charge's void must not be answered with the first one's.
-        idempotencyKey: `void-${sale.id}-${input.providerPaymentId ?? 'order'}`,
+        idempotencyKey: `void-${sale.id}-${input.providerPaymentId ?? 'order'}${askSuffix}`,
       });
+      // A declined void is a refusal the checkout counts and parks, not a "not yet" it asks about forever.
+      throwIfVoidDeclined(voided);
       return { status: voided.status, refundId: null };
     },
   };

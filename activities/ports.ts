@@ -53,6 +53,8 @@ export interface GatewayAPort {
   createCheckoutPreference(
     input: Parameters<GatewayAPort['createPsePreference']>[0],
   ): Promise<{ preferenceId: string; redirectUrl: string }>;
+  /** Closes a checkout preference's link now (a membership payment request that closed unpaid). */
+  expirePreference(preferenceId: string): Promise<void>;
   getPayment(paymentId: string): Promise<GatewayAPayment>;
   findPaymentsByReference(reference: string): Promise<GatewayAPayment[]>;
   refund(input: { paymentId: string; idempotencyKey: string }): Promise<{ refundId: string; status: string }>;

@@ -6,12 +6,13 @@
  */
 
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { workflowRefusal } from '../config/workflow-refusals.js';
 import type { LivePaymentStatus, SaleStatus } from '../domain/sale-state.js';
 import { newId } from '../entities/ids.js';
 import { releaseStock } from '../entities/stock.js';
+import { REFUND_REFUSED_ALERT, refundMetrics } from '../observability/metrics.js';
 import {
   checkoutWorkflowId,
   type Gateway,
@@ -20,6 +21,7 @@ import {
   saleStatusChangedSignal,
 } from '../workflows/definitions.js';
 import type { ActivityDeps } from './deps.js';
+import { refundIdempotencyKey, throwIfRefundDeclined, throwUnlessVoided } from './gateway-refunds.js';
 import { appendSaleEvent } from './outbox.js';
 import { freeSeatsOfClosedSale } from './seats.js';
 
@@ -117,7 +119,18 @@ export interface CancelInspection {
 }
 
 export type RefundPreparation =
-  | { state: 'ready'; gateway: Gateway; paymentRef: string; reference: string }
+  | {
+      state: 'ready';
+      gateway: Gateway;
+      paymentRef: string;
+      reference: string;
+      /**
+       * How many times this refund was asked for again after the gateway refused it for good (an operator's retry, a
+       * new request): 0 for the first. Each retry asks the gateway under an idempotency key of its own. Absent from
+       * results recorded before retries were counted.
+       */
+      retry?: number;
+    }
   /** No gateway holds the money (complimentary, box office): the organizer returns it by hand, if there was any. */
   | { state: 'offline'; reference: string }
   | { state: 'already_refunded'; gateway: Gateway | null }
@@ -127,6 +140,12 @@ export type RefundPreparation =
       message: string;
       details: Record<string, unknown>;
     };
+
+/** The retry count a refund request row keeps in its status detail (`retry <n>`); none yet: 0. */
+function retryOf(statusDetail: string | null): number {
+  const match = statusDetail ? /^retry ([0-9]+)$/.exec(statusDetail) : null;
+  return match ? Number(match[1]) : 0;
+}
 
 export function createSalesOpsActivities(deps: ActivityDeps) {
   const { gatewayA, gatewayB } = deps.providers;
@@ -295,19 +314,35 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
         if (!paidThroughGateway(sale) || sale.payment_provider === null || sale.payment_ref === null) {
           return { state: 'offline', reference: sale.reference };
         }
+        const requestKey = `refund-request:${input.saleId}`;
         await recordRefundAttempt(tx, {
           saleId: input.saleId,
           gateway: sale.payment_provider,
           providerPaymentId: sale.payment_ref,
           status: 'requested',
-          dedupeKey: `refund-request:${input.saleId}`,
+          dedupeKey: requestKey,
           note: `refund requested by the organizer: ${input.reason}`,
         });
+        // A refund parked `refund_refused` asked for again (the operator's retry, the organizer's new request): owed
+        // again, and counted, so this retry asks the gateway under a key of its own. Under the sale's lock, and only
+        // from `refund_refused`: a repeat of this step (or a duplicate retry) finds it `requested` and keeps the count.
+        // One round trip (an event cancellation prepares thousands): the outer select reads the row as it was before
+        // the update, so the bumped count comes first.
+        const [request] = await tx.execute<{ status_detail: string | null }[]>(
+          `with bumped as (
+             update payment_attempts set status = 'requested',
+                 status_detail = 'retry ' || (coalesce(substring(status_detail from '^retry ([0-9]+)$')::int, 0) + 1)
+               where dedupe_key = ? and status = 'refund_refused' returning status_detail)
+           select coalesce((select status_detail from bumped),
+                           (select status_detail from payment_attempts where dedupe_key = ?)) as status_detail`,
+          [requestKey, requestKey],
+        );
         return {
           state: 'ready',
           gateway: sale.payment_provider,
           paymentRef: sale.payment_ref,
           reference: sale.reference,
+          retry: retryOf(request?.status_detail ?? null),
         };
       });
     },
@@ -315,33 +350,40 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
     /**
      * Asks the sale's gateway to return the money and succeeds only once the gateway confirms it. Never issues a
      * second refund: the gateway's own record is read first (already refunded → done), and the request carries the
-     * idempotency key `refund-<saleId>`, so a retry after a lost answer gets the first refund back.
+     * idempotency key of this ask (`refund-<saleId>` for the first, gateway-refunds.ts refundIdempotencyKey), so a
+     * retry after a lost answer gets the first refund back. A gateway B void answered with anything but voided or
+     * in progress is a refusal (non-retryable), bounded by the caller like gateway A's.
      */
     async refundAtGateway(input: {
       saleId: string;
       gateway: Gateway;
       paymentRef: string;
       reference: string;
-    }): Promise<{ status: string; refundId: string | null }> {
-      const idempotencyKey = `refund-${input.saleId}`;
+      /** The refund's retry after a refusal for good (RefundPreparation.retry); absent in older histories: 0. */
+      retry?: number;
+      /** Which ask of this execution after a refusal; absent in older histories: 0. */
+      ask?: number;
+    }): Promise<{ status: string; refundId: string | null; attempt: number }> {
+      const idempotencyKey = refundIdempotencyKey(input.saleId, { retry: input.retry, ask: input.ask });
+      // Which try of this activity reached the answer: the workflow reports the gateway calls it took.
+      const attempt = Context.current().info.attempt;
       if (input.gateway === 'GATEWAY_A') {
         const payment = await gatewayA.getPayment(input.paymentRef);
-        if (payment.status === 'refunded') return { status: 'refunded', refundId: null };
+        if (payment.status === 'refunded') return { status: 'refunded', refundId: null, attempt };
         const refund = await gatewayA.refund({ paymentId: input.paymentRef, idempotencyKey });
+        throwIfRefundDeclined(refund);
         if (refund.status !== 'approved' && refund.status !== 'refunded') {
           throw ApplicationFailure.retryable(
             `gateway A has not confirmed refund ${refund.refundId} yet (${refund.status})`,
           );
         }
-        return { status: 'refunded', refundId: refund.refundId };
+        return { status: 'refunded', refundId: refund.refundId, attempt };
       }
       const transaction = await gatewayB.paymentStatus(input.reference);
-      if (String(transaction.status).toUpperCase() === 'VOIDED') return { status: 'VOIDED', refundId: null };
+      if (String(transaction.status).toUpperCase() === 'VOIDED') return { status: 'VOIDED', refundId: null, attempt };
       const voided = await gatewayB.void({ orderId: input.reference, transactionId: input.paymentRef, idempotencyKey });
-      if (voided.status !== 'VOID_APPROVED' && voided.status !== 'VOIDED') {
-        throw ApplicationFailure.retryable(`gateway B has not confirmed the void yet (${voided.status})`);
-      }
-      return { status: 'VOIDED', refundId: null };
+      throwUnlessVoided(voided);
+      return { status: 'VOIDED', refundId: null, attempt };
     },
 
     /**
@@ -373,6 +415,10 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
         );
         await releaseStock(tx, input.saleId);
         if (input.gateway) {
+          // The organizer's request is settled too: a refund row left `requested` reads as money still owed.
+          await tx.execute(`update payment_attempts set status = 'refunded' where dedupe_key = ?`, [
+            `refund-request:${input.saleId}`,
+          ]);
           await recordRefundAttempt(tx, {
             saleId: input.saleId,
             gateway: input.gateway,
@@ -393,6 +439,48 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
         await freeSeatsOfClosedSale(deps, input.saleId);
       }
       return outcome;
+    },
+
+    /**
+     * The gateway refused the organizer's refund `refusals` times in a row: the refund request becomes
+     * `refund_refused` (listed for operators, who retry it with `operator refunds-refused retry <saleId>`), the
+     * metric counts it and an alert line is logged, and the tickets the refund had stopped are valid again (the sale
+     * stays CONFIRMED). Only the first record counts and alerts: a retried step changes nothing more.
+     */
+    async recordOrganizerRefundRefused(input: {
+      saleId: string;
+      message: string;
+      refusals: number;
+    }): Promise<{ recorded: boolean }> {
+      const em = deps.orm.em.fork();
+      const outcome = await em.transactional(async (tx) => {
+        const sale = await lockSale(tx, input.saleId);
+        if (sale?.status !== 'CONFIRMED') return { recorded: false, gateway: null };
+        await tx.execute(
+          `update tickets set status = 'VALID', updated_at = now() where sale_id = ? and status = 'INVALID' and checked_in_at is null`,
+          [input.saleId],
+        );
+        const rows = await tx.execute<{ id: string }[]>(
+          `update payment_attempts set status = 'refund_refused', note = ?
+            where dedupe_key = ? and status is distinct from 'refund_refused' returning id`,
+          [
+            `refused ${input.refusals} times by the gateway: ${input.message}`.slice(0, 300),
+            `refund-request:${input.saleId}`,
+          ],
+        );
+        return { recorded: rows.length > 0, gateway: sale.payment_provider };
+      });
+      if (outcome.recorded) {
+        refundMetrics.refused.inc({ process: 'sale', gateway: outcome.gateway ?? 'none' });
+        log.error(REFUND_REFUSED_ALERT, {
+          saleId: input.saleId,
+          gateway: outcome.gateway,
+          refusals: input.refusals,
+          reason: input.message,
+          action: `operator refunds-refused retry ${input.saleId}`,
+        });
+      }
+      return { recorded: outcome.recorded };
     },
 
     /** Compensation when the gateway refused the refund for good: the tickets the refund had stopped are valid again. */

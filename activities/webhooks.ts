@@ -228,8 +228,11 @@ export function createWebhookActivities(deps: ActivityDeps) {
       }
 
       const secret = decryptSecret(hook.secret_ciphertext, deps.env.SECRETS_ENCRYPTION_KEY);
-      const body = JSON.stringify({ event: event.type, data: event.payload, sentAt: new Date().toISOString() });
-      const timestamp = Math.floor(Date.now() / 1000);
+      // One instant for the signed body's sentAt and the timestamp header: the receiver's freshness window reads
+      // either, and the contract's body-only signature is fresh only through sentAt.
+      const sentAt = new Date();
+      const body = JSON.stringify({ event: event.type, data: event.payload, sentAt: sentAt.toISOString() });
+      const timestamp = Math.floor(sentAt.getTime() / 1000);
       const answer = await post(
         target.url,
         body,

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import { REDACTED_PATHS } from '../config/logger.js';
+import type { Logger } from 'pino';
+import { createLogger } from '../config/logger.js';
 import { type RateLimitOverrides, rateLimitsFrom } from '../config/rate-limits.js';
 import { activeTracing } from '../observability/tracing.js';
 import { authPlugin } from './plugins/auth.js';
@@ -16,10 +17,12 @@ import { registerOpenApi } from './plugins/openapi.js';
 import { organizerRateLimitPlugin, publicRateLimitPlugin, rateLimitersPlugin } from './plugins/rate-limit.js';
 import { requestContextPlugin } from './plugins/request-context.js';
 import { fastifyTracingPlugin } from './plugins/tracing.js';
+import { waitingRoomPlugin } from './plugins/waiting-room.js';
 import { codecRoutes } from './routes/codec.js';
 import { enterpriseExchangeRoutes } from './routes/customer/enterprise-exchange.js';
 import { devicePageRoutes } from './routes/device-page.js';
 import { healthRoutes } from './routes/health.js';
+import { invitationPageRoutes } from './routes/invitation-page.js';
 import { publicRoutes } from './routes/public/index.js';
 import { signUpPageRoutes } from './routes/sign-up-page.js';
 import { organizerRoutes } from './routes/v1/index.js';
@@ -37,7 +40,10 @@ const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{8,128}$/;
 export async function buildApp(
   services: ApiServices,
   options: {
+    /** Fastify's own logger settings (tests: `false`, or a level); unset, the process's one format (createLogger). */
     logger?: FastifyServerOptions['logger'];
+    /** The process's logger (api/main.ts passes its own); its request lines then share every other line's format. */
+    loggerInstance?: Logger;
     /** Limits other than the configured ones (config/rate-limits.ts), e.g. small ones in tests. */
     rateLimits?: RateLimitOverrides;
     /** Longest wait for Redis on a limit check before counting in memory (default RATE_LIMIT_REDIS_TIMEOUT_MS). */
@@ -45,10 +51,12 @@ export async function buildApp(
   } = {},
 ): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: options.logger ?? {
-      level: services.env.LOG_LEVEL,
-      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-    },
+    ...(options.logger !== undefined
+      ? { logger: options.logger }
+      : {
+          loggerInstance: (options.loggerInstance ??
+            createLogger({ name: 'api', level: services.env.LOG_LEVEL })) as FastifyBaseLogger,
+        }),
     bodyLimit: services.env.MAX_BODY_BYTES,
     trustProxy: services.env.TRUST_PROXY,
     requestIdHeader: false,
@@ -76,6 +84,9 @@ export async function buildApp(
   const tracing = activeTracing();
   if (tracing) await app.register(fastifyTracingPlugin, { tracing });
   await app.register(errorsPlugin);
+  // No route takes text: without Fastify's default text/plain parser such a body is 415 UNSUPPORTED_MEDIA_TYPE
+  // (send application/json) instead of a string that fails validation as 422.
+  app.removeContentTypeParser('text/plain');
   // Counts every answer, shed ones included; then shedding, before any other hook spends work on a request.
   await app.register(metricsPlugin, { orm: services.orm, token: services.env.METRICS_TOKEN });
   await app.register(loadSheddingPlugin, {
@@ -83,6 +94,14 @@ export async function buildApp(
     maxEventLoopUtilization: services.env.LOAD_SHED_MAX_EVENT_LOOP_UTILIZATION,
     sampleIntervalMs: services.env.LOAD_SHED_SAMPLE_INTERVAL_MS,
     retryAfterSeconds: services.env.LOAD_SHED_RETRY_AFTER_SECONDS,
+  });
+  await app.register(waitingRoomPlugin, {
+    redis: services.redis,
+    orm: services.orm,
+    turnWindowMs: services.env.WAITING_ROOM_TURN_MS,
+    shedEventLoopUtilization: services.env.LOAD_SHED_MAX_EVENT_LOOP_UTILIZATION,
+    shedEventLoopDelayMs: services.env.LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS,
+    temporal: { client: services.temporal, taskQueue: services.env.TEMPORAL_TASK_QUEUE },
   });
   await app.register(controlCharactersPlugin);
   await app.register(cookie);
@@ -104,6 +123,7 @@ export async function buildApp(
   // Outside /api: the browser pages of organizer sign-up and device login (HTML, cookies, CSRF), in no API document.
   await app.register(devicePageRoutes, { services });
   await app.register(signUpPageRoutes, { services });
+  await app.register(invitationPageRoutes, { services });
 
   await app.register(async (v1) => {
     await registerOpenApi(v1, {

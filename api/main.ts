@@ -23,7 +23,7 @@ const orm = await initOrm({
 const redis = createRedis(env.REDIS_URL);
 const { client: temporal, connection } = await connectTemporalClient(env);
 const gatewayA = new GatewayAClient({ baseUrl: providerUrls(env).gatewayA, accessToken: env.GATEWAY_A_ACCESS_TOKEN });
-const app = await buildApp({ env, orm, redis, temporal, gatewayA });
+const app = await buildApp({ env, orm, redis, temporal, gatewayA }, { loggerInstance: logger });
 
 let closing = false;
 async function shutdown(signal: string): Promise<void> {

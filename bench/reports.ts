@@ -9,9 +9,6 @@
  * postgres://postgres@127.0.0.1:5432/ticketing_reports_bench_test), KEEP_BENCH_DATABASE=1 keeps it, and then a
  * later run with the same --sales reuses it instead of seeding again (migrations still run).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, release, totalmem } from 'node:os';
-import { join } from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import { attendeesSource, buyersSource, prepareExport, subscribersSource } from '../api/reports/exports.js';
@@ -23,7 +20,7 @@ import { sql } from '../api/reports/sql.js';
 import { initOrm } from '../entities/orm.js';
 import { dropDatabase, recreateDatabase } from '../scripts/support/database.js';
 import { type SeededWorkspace, seedReportsWorkspace } from './lib/reports-seed.js';
-import { ROOT } from './lib/stack.js';
+import { machineFacts, saveResults } from './lib/results.js';
 
 /** The indexes the reports rely on, as declared in the entities (names as MikroORM generates them). */
 export const REPORT_INDEXES = [
@@ -240,12 +237,7 @@ const overBudget = Object.entries(withIndexes)
 const results = {
   name: args.name,
   ranAt: new Date().toISOString(),
-  machine: {
-    cpus: cpus().length,
-    cpuModel: cpus()[0]?.model ?? null,
-    memoryGb: Math.round(totalmem() / 2 ** 30),
-    kernel: release(),
-  },
+  machine: machineFacts(),
   seed: { sales: args.sales, otherWorkspaceSales: Math.round(args.sales / 5), seedMs },
   budgetMs: 300,
   indexes: REPORT_INDEXES.map(indexName),
@@ -272,12 +264,7 @@ function ratio(before: Timing | undefined, after: Timing | undefined): number | 
   return Math.round((before.p50 / after.p50) * 100) / 100;
 }
 
-if (!args.only) {
-  const dir = join(ROOT, 'bench', 'results');
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, `${args.name}.json`), `${JSON.stringify(results, null, 2)}\n`);
-  console.log(`\nwrote bench/results/${args.name}.json`);
-}
+if (!args.only) saveResults(args.name, results);
 console.log(`over the 300 ms budget: ${overBudget.length ? overBudget.join(', ') : 'none'}`);
 
 await client.end();

@@ -23,7 +23,7 @@ import { dropVmCallTimeouts } from './lib/vm-call-timeouts.js';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HISTORIES = join(ROOT, 'test', 'replay', 'histories');
 /** The happy paths the bench's flash sale drives: a card purchase, and a reservation that lapses unpaid. */
-const PURCHASES = ['checkout-card-approved-news-already-read.json', 'checkout-expired.json'];
+const PURCHASES = ['checkout-card-approved.json', 'checkout-expired.json'];
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((arg) => arg !== 'workflow-cpu'),

@@ -51,6 +51,16 @@ const FieldProblemsSchema = z.object({ fields: z.array(z.object({ field: z.strin
 const PageSchema = z.object({ nextCursor: z.string().nullable(), hasMore: z.boolean() });
 
 export const listOf = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item), page: PageSchema });
+
+/** A warning of the list envelope (contract part 2): what the service ignored or chose, e.g. an unreachable workspace. */
+const WarningSchema = z.looseObject({
+  code: z.string(),
+  message: z.string(),
+  activeWorkspaceId: z.string().optional(),
+  activeWorkspaceName: z.string().optional(),
+});
+export type ApiWarning = z.infer<typeof WarningSchema>;
+const WarningsSchema = z.looseObject({ warnings: z.array(WarningSchema).optional() });
 export const dataOf = <T extends z.ZodType>(item: T) => z.object({ data: item });
 
 /** One line out of the contract's error body (part 7.1); VALIDATION_FAILED names every refused field. */
@@ -68,6 +78,8 @@ export interface ApiClientOptions {
   key: string;
   workspace?: string | undefined;
   fetch?: Fetch;
+  /** Told each distinct warning the service answers with, once; may throw to stop the command. */
+  onWarning?: (warning: ApiWarning) => void;
 }
 
 export class ApiClient {
@@ -75,12 +87,15 @@ export class ApiClient {
   readonly #key: string;
   readonly #workspace: string | undefined;
   readonly #fetch: Fetch;
+  readonly #onWarning: ((warning: ApiWarning) => void) | undefined;
+  readonly #warned = new Set<string>();
 
   constructor(options: ApiClientOptions) {
     this.apiUrl = normalizeApiUrl(options.apiUrl);
     this.#key = options.key;
     this.#workspace = options.workspace;
     this.#fetch = options.fetch ?? fetch;
+    this.#onWarning = options.onWarning;
   }
 
   url(path: string, query: Query = {}): URL {
@@ -111,6 +126,12 @@ export class ApiClient {
     const body: unknown = await response.json().catch(() => undefined);
     if (response.status === 401) throw new CliError(KEY_REFUSED);
     if (!response.ok) throw new CliError(describeErrorBody(response.status, body));
+    for (const warning of WarningsSchema.safeParse(body).data?.warnings ?? []) {
+      const seen = `${warning.code}:${warning.message}`;
+      if (this.#warned.has(seen)) continue;
+      this.#warned.add(seen);
+      this.#onWarning?.(warning);
+    }
     const parsed = schema.safeParse(body);
     if (!parsed.success) {
       throw new CliError(`Unexpected answer from GET ${url.pathname}: ${z.prettifyError(parsed.error).split('\n')[0]}`);

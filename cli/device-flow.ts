@@ -226,3 +226,27 @@ export async function deviceLogin(options: DeviceLoginOptions): Promise<DeviceLo
   options.onPrompt(authorization);
   return pollForApproval(authorization, { ...options, apiUrl });
 }
+
+/**
+ * Ends a key at the service by presenting it (OAuth token revocation, RFC 7009: POST /api/v1/auth/revoke), as
+ * `ticketing logout` does before forgetting it: deleting the saved file alone would leave a working key behind in
+ * backups, shell histories or wherever it was copied. The service answers 200 whether or not the key was live.
+ */
+export async function revokeKey(apiUrl: string, key: string, fetchImpl: Fetch, clientId = DEVICE_CLIENT_ID) {
+  const notRevoked =
+    'the key was NOT revoked and is still saved: try again, or `ticketing logout --local` to only forget it';
+  let response: Response;
+  try {
+    response = await fetchImpl(
+      `${normalizeApiUrl(apiUrl)}/api/v1/auth/revoke`,
+      form({ token: key, token_type_hint: 'access_token', client_id: clientId }),
+    );
+  } catch (error) {
+    throw new CliError(`Cannot reach ${apiUrl}: ${networkReason(error)}; ${notRevoked}`, { cause: error });
+  }
+  if (response.ok) return;
+  const body = await readJson(response);
+  const oauth = OAuthErrorSchema.safeParse(body);
+  const reason = oauth.success ? describeOAuthError(oauth.data) : describeErrorBody(response.status, body);
+  throw new CliError(`${apiUrl} did not revoke the key: ${reason}; ${notRevoked}`);
+}

@@ -10,9 +10,9 @@ import { Command, CommanderError, Option } from 'commander';
 import ora, { type Ora } from 'ora';
 import { z } from 'zod';
 import { SALE_STATUSES } from '../domain/sale-state.js';
-import { ApiClient, CLIENT_VERSION, dataOf, type Fetch, normalizeApiUrl } from './api-client.js';
+import { ApiClient, type ApiWarning, CLIENT_VERSION, dataOf, type Fetch, normalizeApiUrl } from './api-client.js';
 import { configDirectory, deleteLogin, loadLogin, type StoredLogin, saveLogin } from './config.js';
-import { type Clock, type DeviceAuthorization, deviceLogin, LOGIN_SCOPES } from './device-flow.js';
+import { type Clock, type DeviceAuthorization, deviceLogin, LOGIN_SCOPES, revokeKey } from './device-flow.js';
 import { CliError, messageOf, NOT_LOGGED_IN, UsageError } from './errors.js';
 import { EVENT_COLUMNS, EventsListOptions, listEvents } from './events.js';
 import { plural, renderTable } from './output.js';
@@ -45,7 +45,11 @@ const LoginOptions = z.object({
   scope: z.enum(LOGIN_SCOPES),
   workspace: z.string().trim().min(1).max(100).optional(),
 });
-const GlobalOptions = z.object({ workspace: z.string().trim().min(1).max(100).optional() });
+const GlobalOptions = z.object({
+  workspace: z.string().trim().min(1).max(100).optional(),
+  strict: z.boolean().optional(),
+});
+const LogoutOptions = z.object({ local: z.boolean().optional() });
 const JsonFlag = z.object({ json: z.boolean().optional() });
 const ExportOptions = z.object({ format: z.enum(EXPORT_FORMATS), out: z.string().min(1).optional() });
 
@@ -76,11 +80,18 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
         `The stored key is for ${login.apiUrl} but TICKETING_API_URL is ${override}: run \`ticketing login\` to use that server`,
       );
     }
-    const { workspace } = parseOptions(GlobalOptions, command.optsWithGlobals());
+    const { workspace, strict } = parseOptions(GlobalOptions, command.optsWithGlobals());
     return new ApiClient({
       ...login,
       workspace: workspace ?? login.workspace,
       ...(io.fetch ? { fetch: io.fetch } : {}),
+      // The service answers with what it could do and says what it ignored (a workspace this key cannot reach is
+      // replaced by the default one): data of another workspace must never pass silently for the one asked for.
+      onWarning: (warning) => {
+        const text = describeWarning(warning);
+        if (strict) throw new CliError(`${text}; stopped (--strict), nothing was printed`);
+        tell(`warning: ${text} (--strict makes this an error)`);
+      },
     });
   }
 
@@ -135,6 +146,7 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     .description('Command-line client of the ticketing service')
     .version(CLIENT_VERSION)
     .option('-w, --workspace <id>', 'act in this workspace (X-Workspace-Id) instead of the stored or default one')
+    .option('--strict', 'fail instead of warning when the service ignores part of a request (an unreachable -w)')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeOut: (text) => write(io.stdout, text), writeErr: (text) => write(io.stderr, text) });
@@ -153,10 +165,20 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
 
   program
     .command('logout')
-    .description('forget the saved key')
-    .action(async () => {
+    .description('revoke the saved key at the service, then forget it')
+    .option('--local', 'only forget the saved key, without revoking it (when the service cannot be reached)')
+    .action(async (options: unknown) => {
+      const { local } = parseOptions(LogoutOptions, options);
       const directory = configDir();
-      say((await deleteLogin(directory)) ? `Logged out; removed the key from ${directory}.` : 'Not logged in.');
+      // A file this client cannot read holds no key it could revoke: forgetting it is all logout can do.
+      const login = await loadLogin(directory).catch(() => null);
+      if (login && !local) await revokeKey(login.apiUrl, login.key, io.fetch ?? fetch);
+      if (!(await deleteLogin(directory))) return say('Not logged in.');
+      if (login && !local) say(`Logged out: the key is revoked at ${login.apiUrl} and removed from ${directory}.`);
+      else {
+        say(`Logged out; removed the key from ${directory}.`);
+        tell('The key was not revoked: it works until it is revoked (DELETE /api/v1/api-keys/{id}) or expires.');
+      }
     });
 
   const events = program.command('events').description('events of the workspace');
@@ -240,6 +262,14 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     tell(`error: unexpected failure: ${terminalSafe(messageOf(error))}`);
     return 1;
   }
+}
+
+/** One line for a warning of the list envelope (contract part 2), naming the workspace that answered instead. */
+function describeWarning(warning: ApiWarning): string {
+  const shown = warning.activeWorkspaceName
+    ? `; showing workspace "${warning.activeWorkspaceName}" (${warning.activeWorkspaceId ?? '?'}) instead`
+    : '';
+  return terminalSafe(`${warning.message}${shown} (${warning.code})`);
 }
 
 function durationText(seconds: number): string {

@@ -6,7 +6,7 @@
  * Without them V8 sizes each heap from the machine's memory (about 4 GB on a 24 GB box) and lets garbage pile up
  * before it collects: in the flash-sale bench the API reached 636 MB of RSS and the worker 1,222 MB, with live sets a
  * fraction of that. A smaller young generation is collected more often but each time faster, and a bounded old
- * generation is collected before it grows; the bench measured what that costs in CPU (README, "Benchmarks").
+ * generation is collected before it grows; the bench measured what that costs in CPU (docs/benchmarks.md).
  * The limit applies to every V8 isolate of the process, the worker's workflow threads included.
  */
 export type LongRunningProcess = 'api' | 'worker';

@@ -25,10 +25,11 @@ export const RATE_LIMIT_NAMES = [
   'paymentCard',
   'purchaseSessionOpen',
   'queueJoin',
+  'queueStanding',
   'ticketResendPerClient',
   'ticketResendPerTicket',
   'signUpPerClient',
-  'signUpPerEmail',
+  'signUpPerEmailAndClient',
   'organizerSignInRequestPerClient',
   'organizerSignInRequestPerEmailAndClient',
   'organizerSignInVerifyPerClient',
@@ -51,7 +52,10 @@ export type RateLimitOverrides = Partial<
  */
 export const RATE_LIMIT_REDIS_TIMEOUT_MS = 250;
 
-type LimitEnv = Pick<Env, 'PUBLIC_RATE_LIMIT_PER_MINUTE' | 'ORGANIZER_RATE_LIMIT_PER_MINUTE'>;
+type LimitEnv = Pick<
+  Env,
+  'PUBLIC_RATE_LIMIT_PER_MINUTE' | 'ORGANIZER_RATE_LIMIT_PER_MINUTE' | 'WAITING_ROOM_POLLS_PER_10_SECONDS'
+>;
 
 const defaults = (env: LimitEnv): RateLimits => ({
   // Contract 4.18 and 8: "strict per-IP limit", value not given; the env sets it (IPv6 clients count per /64).
@@ -82,12 +86,21 @@ const defaults = (env: LimitEnv): RateLimits => ({
   paymentCard: { points: 10, windowSeconds: 60, counts: 'card payments per buyer' },
   purchaseSessionOpen: { points: 20, windowSeconds: 60, counts: 'purchase sessions opened per buyer' },
   queueJoin: { points: 30, windowSeconds: 60, counts: 'waiting-room joins per date per client' },
+  // Per turn token instead of the per-address publicApi: a crowd behind one NAT shares an address, never a token. A
+  // short window, so the limit is a cadence: a token over it waits seconds, not the rest of a minute.
+  queueStanding: {
+    points: env.WAITING_ROOM_POLLS_PER_10_SECONDS,
+    windowSeconds: 10,
+    counts: 'waiting-room standing polls per turn',
+  },
   ticketResendPerClient: { points: 5, windowSeconds: 600, counts: 'ticket resend requests per client' },
   // Over this one the request is still accepted (the answer must not reveal the code exists); no email is sent.
   ticketResendPerTicket: { points: 3, windowSeconds: 3600, counts: 'ticket emails per ticket' },
   signUpPerClient: { points: 10, windowSeconds: 3600, counts: 'sign-ups per client' },
-  // Per email alone: each sign-up mails the address, so this is what stops anyone from flooding someone's inbox.
-  signUpPerEmail: { points: 3, windowSeconds: 3600, counts: 'sign-ups for one email' },
+  // Per email and client together, as for sign-in codes: a budget per email alone could be spent by anyone, blocking
+  // the owner from signing up for the window. Each sign-up mails the address, so this (with signUpPerClient) is also
+  // what bounds flooding someone's inbox: 3 mails an hour per sending address.
+  signUpPerEmailAndClient: { points: 3, windowSeconds: 3600, counts: 'sign-ups for one email per client' },
   // Organizer sign-in on the web pages: the buyers' numbers, counted apart so neither audience spends the other's.
   organizerSignInRequestPerClient: {
     points: 30,

@@ -95,17 +95,20 @@ export async function verifySignUpLink(em: EntityManager, token: string): Promis
 }
 
 /**
- * Exchanges an emailed sign-in code for a browser session. A wrong code burns an attempt of every live code of the
- * address, so guessing is bounded per code; a right one works once. Null: wrong, expired, used or no account.
+ * Exchanges an emailed sign-in code for a browser session. Wrong codes never spend the owner's code; past a few of them
+ * it answers only the client that asked for it (domain/sign-in-codes.ts); a right one works once. `requester` is the
+ * signInRequester of the client typing the code. Null: wrong, expired, used or no account.
  */
 export async function verifyOrganizerSignInCode(
   em: EntityManager,
-  input: { email: string; code: string },
+  input: { email: string; code: string; requester: string },
 ): Promise<OpenedWebSession | null> {
   const email = input.email.toLowerCase();
   return em.fork().transactional(async (tx) => {
     const codeHash = hashOrganizerSignInCode(email, input.code);
-    if (!(await consumeSignInCode(tx, OrganizerLoginCode, { email, codeHash }))) return null;
+    if (!(await consumeSignInCode(tx, OrganizerLoginCode, { email, codeHash, requester: input.requester }))) {
+      return null;
+    }
     const user = await tx.findOne(User, { email });
     return user ? openWebSession(tx, user.id) : null;
   });

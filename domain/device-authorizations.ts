@@ -32,7 +32,7 @@ const USER_CODE_DRAWS = 5;
  */
 export async function startDeviceAuthorization(
   em: EntityManager,
-  input: { clientId: string; scope: Scope; ttlSeconds: number; intervalSeconds: number },
+  input: { clientId: string; scope: Scope; ttlSeconds: number; intervalSeconds: number; requestedFrom: string },
 ): Promise<StartedDeviceAuthorization> {
   for (let draw = 1; ; draw += 1) {
     const deviceCode = newDeviceCode();
@@ -49,6 +49,7 @@ export async function startDeviceAuthorization(
           deviceCodeHash: hashDeviceCode(deviceCode),
           userCode,
           clientId: input.clientId,
+          requestedFrom: input.requestedFrom.slice(0, 64),
           scope: input.scope,
           status: 'pending',
           intervalSeconds: input.intervalSeconds,

@@ -33,11 +33,6 @@ export const OAUTH_ERROR_CODES = [
 ] as const;
 export type OAuthErrorCode = (typeof OAUTH_ERROR_CODES)[number];
 
-/** Client ids we know, with the name the confirmation screen shows; any other id is shown as unverified free text. */
-export const KNOWN_DEVICE_CLIENTS: Readonly<Record<string, string>> = {
-  'ticketing-cli': 'Ticketing command-line client',
-};
-
 /** A client id is a short name shown to people; no markup, no control characters, nothing to impersonate a URL with. */
 export const CLIENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._ -]{0,63}$/;
 

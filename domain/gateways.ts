@@ -17,3 +17,11 @@ export const workspaceGateway = (workspace: GatewayEligibility): PaymentGateway 
 /** The gateway a sale of this event is offered. */
 export const saleGateway = (event: { gatewayBOnly: boolean }, workspace: GatewayEligibility): PaymentGateway =>
   event.gatewayBOnly || workspaceGateway(workspace) === 'GATEWAY_B' ? 'GATEWAY_B' : 'GATEWAY_A';
+
+/**
+ * Whether gateway A's merchant account can charge a sale in `currency`. `accepted` is GATEWAY_A_CURRENCIES: gateway A
+ * charges in its account's currency and takes no currency on a card payment, so a sale in another currency would be
+ * charged in the wrong money (and then refunded by the amount check).
+ */
+export const gatewayAChargesIn = (currency: string, accepted: string): boolean =>
+  accepted.split(',').some((code) => code.trim().toUpperCase() === currency);

@@ -17,3 +17,48 @@ export function slugify(name: string, options: { maxLength: number; fallback: st
     .replace(/-+$/g, '');
   return slug || options.fallback;
 }
+
+/**
+ * Words no workspace may take as a slug of its own: addresses of the service's pages and API, and names that would
+ * pass for the service itself on a storefront link. Generated slugs that land on one get a suffix instead.
+ */
+export const RESERVED_SLUGS: ReadonlySet<string> = new Set([
+  'admin',
+  'administrator',
+  'api',
+  'app',
+  'auth',
+  'billing',
+  'checkout',
+  'dashboard',
+  'device',
+  'docs',
+  'events',
+  'help',
+  'invitations',
+  'login',
+  'logout',
+  'me',
+  'new',
+  'null',
+  'official',
+  'orders',
+  'pay',
+  'payment',
+  'public',
+  'security',
+  'settings',
+  'signin',
+  'signup',
+  'staff',
+  'static',
+  'status',
+  'support',
+  'ticketing',
+  'tickets',
+  'undefined',
+  'verify',
+  'www',
+]);
+
+export const isReservedSlug = (slug: string): boolean => RESERVED_SLUGS.has(slug);

@@ -15,8 +15,9 @@ export const ContentVideo = defineEntity({
   tableName: 'content_videos',
   filters: { ...tenantFilter },
   indexes: [{ properties: ['workspace', 'publishedAt'] }],
-  // One row per provider asset, so one playback id never carries two different members-only flags.
-  uniques: [{ properties: ['workspace', 'providerAssetId'] }],
+  // One row per provider asset on the whole platform: one playback id never carries two members-only flags, and no
+  // workspace can hold (and mint playback tokens for) another workspace's playback id (api/services/content.ts).
+  uniques: [{ properties: ['providerAssetId'] }],
   properties: {
     ...baseProperties,
     workspace: () => p.manyToOne(Workspace).mapToPk().deleteRule('cascade'),
@@ -60,7 +61,8 @@ export const ContentLive = defineEntity({
   tableName: 'content_lives',
   filters: { ...tenantFilter },
   indexes: [{ properties: ['workspace', 'status'] }],
-  uniques: [{ properties: ['workspace', 'providerStreamId'] }],
+  // As for videos: a live stream's playback id belongs to one workspace on the whole platform.
+  uniques: [{ properties: ['providerStreamId'] }],
   properties: {
     ...baseProperties,
     workspace: () => p.manyToOne(Workspace).mapToPk().deleteRule('cascade'),

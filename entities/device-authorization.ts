@@ -22,6 +22,11 @@ export const DeviceAuthorization = defineEntity({
     /** Eight letters of the unambiguous alphabet, stored without the dash. */
     userCode: p.string().length(8),
     clientId: p.string().length(64),
+    /**
+     * The address the request came from (as the API saw it), shown on the approval page with the request's time so
+     * the person can tell their own device's request from someone else's; nullable for requests made before.
+     */
+    requestedFrom: p.string().length(64).nullable(),
     scope: p.enum(SCOPES),
     status: p.enum(DEVICE_AUTHORIZATION_STATUSES),
     /** Seconds the client must wait between polls; grows by 5 at every poll that came too early. */

@@ -27,7 +27,11 @@ export const EventDate = defineEntity({
     paymentWindowMinutes: p.integer().default(DEFAULT_PAYMENT_WINDOW_MINUTES),
     /** High-demand dates send buyers through the virtual queue (QUEUE_REQUIRED without a turn). */
     virtualQueue: p.boolean().default(false),
+    /** Deprecated: admission follows measured capacity (docs/waiting-room.md); kept so existing clients still work. */
     queueAdmissionsPerMinute: p.integer().default(60),
+    /** Organizer's floor and ceiling of admitted buyers active at once in the waiting room; null: the defaults. */
+    queueMinActive: p.integer().nullable(),
+    queueMaxActive: p.integer().nullable(),
     /** Seat-map chart attached to the date; numbered ticket types map categories of it. */
     seatMapChartKey: p.string().length(120).nullable(),
     seatMapEventKey: p.string().length(120).nullable(),

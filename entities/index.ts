@@ -13,9 +13,11 @@ import { MembershipSubscription } from './membership-subscription.js';
 import { OrganizerLoginCode, OrganizerSignUp, OrganizerWebSession } from './organizer-account.js';
 import { OutboxEvent } from './outbox-event.js';
 import { PaymentAttempt } from './payment-attempt.js';
+import { ReconcilerCursor } from './reconciler-cursor.js';
 import { Sale, SaleItem, SaleStockAllocation } from './sale.js';
 import { SalePaymentTotals } from './sale-payment-totals.js';
 import { PayoutAccount, Settlement, SettlementAdjustment, SettlementFile, SettlementSale } from './settlement.js';
+import { StaffInvitation } from './staff-invitation.js';
 import { Ticket } from './ticket.js';
 import { TicketEmail } from './ticket-email.js';
 import { TicketStock } from './ticket-stock.js';
@@ -51,6 +53,7 @@ export {
   OutboxEvent,
   PaymentAttempt,
   PayoutAccount,
+  ReconcilerCursor,
   Sale,
   SaleItem,
   SalePaymentTotals,
@@ -59,6 +62,7 @@ export {
   SettlementAdjustment,
   SettlementFile,
   SettlementSale,
+  StaffInvitation,
   Ticket,
   TicketEmail,
   TicketStock,
@@ -106,6 +110,7 @@ export const ALL_ENTITIES = [
   OrganizerSignUp,
   OrganizerLoginCode,
   OrganizerWebSession,
+  StaffInvitation,
   DeviceAuthorization,
   Enterprise,
   EnterpriseWorkspace,
@@ -113,4 +118,5 @@ export const ALL_ENTITIES = [
   ContentVideo,
   ContentPost,
   ContentLive,
+  ReconcilerCursor,
 ];

@@ -7,7 +7,9 @@ import { Workspace } from './workspace.js';
 /**
  * OPEN: payment link issued. APPROVED: the gateway (re-read) reports it paid; it paid `periodNumber`. REJECTED:
  * declined. EXPIRED: link closed unpaid. REFUND_REQUESTED / REFUNDED: money that paid nothing (a second payment for a
- * period, a payment after the membership ended) going back, then confirmed back by the gateway.
+ * period, a payment after the membership ended) going back, then confirmed back by the gateway. REFUND_REFUSED: the
+ * gateway refused that refund a bounded number of times (for example the merchant's balance is short); the execution
+ * waits for an operator to retry it (`operator refunds-refused retry`), and the row goes to REFUNDED once it is back.
  */
 export const MEMBERSHIP_PAYMENT_STATUSES = [
   'OPEN',
@@ -16,6 +18,7 @@ export const MEMBERSHIP_PAYMENT_STATUSES = [
   'EXPIRED',
   'REFUND_REQUESTED',
   'REFUNDED',
+  'REFUND_REFUSED',
 ] as const;
 export type MembershipPaymentStatus = (typeof MEMBERSHIP_PAYMENT_STATUSES)[number];
 
@@ -24,6 +27,18 @@ export const MembershipPayment = defineEntity({
   name: 'MembershipPayment',
   tableName: 'membership_payments',
   filters: { ...tenantFilter },
+  // The reconciler's membership sweep (activities/membership-reconciler.ts) reads through these, a bounded number of
+  // rows a run: closed requests with a gateway link in the order it walks them, and refunds still requested.
+  indexes: [
+    {
+      name: 'membership_payments_closed_walk_index',
+      expression: `create index "membership_payments_closed_walk_index" on "membership_payments" ("updated_at", "id") where "status" <> 'OPEN' and "checkout_url" is not null`,
+    },
+    {
+      name: 'membership_payments_refund_requested_index',
+      expression: `create index "membership_payments_refund_requested_index" on "membership_payments" ("updated_at", "id") where "status" = 'REFUND_REQUESTED'`,
+    },
+  ],
   properties: {
     ...baseProperties,
     workspace: () => p.manyToOne(Workspace).mapToPk().deleteRule('cascade'),

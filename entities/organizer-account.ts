@@ -36,6 +36,8 @@ export const OrganizerLoginCode = defineEntity({
     email: p.string().length(254).index(),
     codeHash: p.string().length(64),
     attempts: p.integer().default(0),
+    /** Hash of the client that asked for the code (domain/sign-in-codes.ts signInRequester). */
+    requestedBy: p.string().length(64).nullable(),
     expiresAt: p.datetime().columnType('timestamptz'),
     usedAt: p.datetime().columnType('timestamptz').nullable(),
     createdAt: p.datetime().columnType('timestamptz'),

@@ -15,6 +15,30 @@ export const PAYMENT_ATTEMPT_KINDS = [
 export const PaymentAttempt = defineEntity({
   name: 'PaymentAttempt',
   tableName: 'payment_attempts',
+  // The reconciler's bounded sweeps (activities/reconciler.ts, reconciler-listings.ts) read through these.
+  indexes: [
+    // Approved payment records in the order the stranded-payment sweep walks them (created_at, id); the predicate is
+    // the sweep's own (the kinds that record money taken, gateway A's and B's spellings of approved).
+    {
+      name: 'payment_attempts_approved_walk_index',
+      expression: `create index "payment_attempts_approved_walk_index" on "payment_attempts" ("created_at", "id") where "kind" in ('CARD', 'NOTIFICATION', 'STATUS_CHECK', 'LATE_PAYMENT') and "provider_payment_id" is not null and (("gateway" = 'GATEWAY_A' and "status" = 'approved') or ("gateway" = 'GATEWAY_B' and "status" in ('APPROVED', 'SALE_APPROVED')))`,
+    },
+    // Refunds of a payment, by its id: "was this payment given back (or refused for good)?".
+    {
+      name: 'payment_attempts_refund_payment_index',
+      expression: `create index "payment_attempts_refund_payment_index" on "payment_attempts" ("provider_payment_id", "status") where "kind" = 'REFUND'`,
+    },
+    // Done refunds of a sale: the overdue-refunds listing's "was it given back?" probe, by the sale's key.
+    {
+      name: 'payment_attempts_refund_done_index',
+      expression: `create index "payment_attempts_refund_done_index" on "payment_attempts" ("sale_id") where "kind" = 'REFUND' and "status" in ('refunded', 'VOIDED', 'VOID_APPROVED', 'FT_REFUNDED_OFFLINE')`,
+    },
+    // Refund rows not (yet) done, oldest first: the overdue-refunds listing reads only these.
+    {
+      name: 'payment_attempts_refund_open_index',
+      expression: `create index "payment_attempts_refund_open_index" on "payment_attempts" ("created_at") where "kind" = 'REFUND' and ("status" is null or "status" not in ('refunded', 'VOIDED', 'VOID_APPROVED', 'FT_REFUNDED_OFFLINE'))`,
+    },
+  ],
   properties: {
     id: p.string().columnType('uuid').primary(),
     sale: () => p.manyToOne(Sale).mapToPk().deleteRule('cascade').index(),

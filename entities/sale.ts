@@ -35,6 +35,29 @@ export const Sale = defineEntity({
       name: 'sales_pending_expires_at_index',
       expression: `create index "sales_pending_expires_at_index" on "sales" ("expires_at") where "status" = 'PENDING'`,
     },
+    // The reconciler (activities/reconciler.ts) pages through these by key from a saved cursor, a bounded number of
+    // rows a run however many sales there are; each index serves one walk or one "is this payment settled?" probe.
+    // A payment some sale is paid by (or was, and gave back): the stranded-payment sweep's settled probe.
+    {
+      name: 'sales_payment_ref_index',
+      expression: `create index "sales_payment_ref_index" on "sales" ("payment_ref") where "payment_ref" is not null`,
+    },
+    // Sales closed unpaid, in the order the gateway check walks them (closed_at, id).
+    {
+      name: 'sales_closed_unpaid_walk_index',
+      expression: `create index "sales_closed_unpaid_walk_index" on "sales" ("closed_at", "id") where "status" in ('ABANDONED', 'CANCELLED')`,
+    },
+    // CONFIRMED sales by when their window ended (the gateway check's due time, less its settlement lag), then id.
+    {
+      name: 'sales_confirmed_due_walk_index',
+      expression: `create index "sales_confirmed_due_walk_index" on "sales" ((greatest("expires_at", "confirmed_at")), "id") where "status" = 'CONFIRMED'`,
+    },
+    // Sales a cancelled event still has to undo (the reconciler's resume of event cancellations): refunded ones
+    // drop out, so an old event of 20,000 refunded sales costs nothing a run.
+    {
+      name: 'sales_event_to_undo_index',
+      expression: `create index "sales_event_to_undo_index" on "sales" ("event_id") where "status" in ('PENDING', 'CONFIRMED')`,
+    },
   ],
   properties: {
     ...baseProperties,

@@ -9,7 +9,11 @@ export const Workspace = defineEntity({
   properties: {
     ...baseProperties,
     name: p.string().length(120),
-    slug: p.string().length(80).unique(),
+    /**
+     * A label shown in GET /me, never an address (requests name workspaces by id), so it is not unique across the
+     * service: a global uniqueness check would tell anyone which workspace names exist and let them squat others'.
+     */
+    slug: p.string().length(80).index(),
     currency: p.string().length(3).default('COP'),
     /** Default fee policy of the workspace (domain/pricing.ts); ticket types may override it. */
     serviceFeeBps: p.integer().default(1000),

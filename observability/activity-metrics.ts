@@ -15,7 +15,7 @@ type Step<K extends keyof Activities> = {
   result: Awaited<ReturnType<Activities[K]>>;
 };
 
-/** The checkout's close reasons (workflows/checkout.ts, checkout-legacy.ts), mapped to the metric's fixed list. */
+/** The checkout's close reasons (workflows/checkout.ts), mapped to the metric's fixed list. */
 const CLOSE_REASON_OF: Record<string, CloseReason> = {
   'payment window expired': 'expired',
   'released by the buyer': 'released',

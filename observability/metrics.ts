@@ -125,6 +125,22 @@ export const saleMetrics = {
   }),
 };
 
+/**
+ * Refunds a gateway refused for good, after a bounded number of refusals: each is recorded `refund_refused`, parked
+ * and listed for operators (scripts/operator.ts `refunds-refused`). One per refund newly recorded refused.
+ */
+export const refundMetrics = {
+  refused: new Counter({
+    name: 'ticketing_refunds_refused_total',
+    help: 'Refunds the gateway refused for good, recorded refund_refused and parked for an operator, by process and gateway',
+    labelNames: ['process', 'gateway'] as const,
+    registers: [workerRegistry],
+  }),
+};
+
+/** The alert line operators' log rules match on (level error); the same words wherever a refund is refused. */
+export const REFUND_REFUSED_ALERT = 'refund refused by the gateway';
+
 export const webhookMetrics = {
   attempts: new Counter({
     name: 'ticketing_webhook_deliveries_total',
@@ -149,7 +165,36 @@ export const reconcilerMetrics = {
   }),
 };
 
+/**
+ * What the reconciler reports rather than fixes (activities/reconciler-listings.ts), set by every run that sweeps all
+ * workspaces, for alert rules: money still owed to buyers, and refunds organizers owe back that no settlement carries.
+ */
+export const reconcilerAlertMetrics = {
+  refundsOverdue: new Gauge({
+    name: 'ticketing_refunds_overdue',
+    help: 'Refunds asked for more than an hour ago that no gateway has confirmed (requested, refused or in between)',
+    registers: [workerRegistry],
+  }),
+  oldestRefundOverdueSeconds: new Gauge({
+    name: 'ticketing_refunds_overdue_oldest_seconds',
+    help: 'Age of the oldest refund asked for and still not confirmed by its gateway (0 when none is overdue)',
+    registers: [workerRegistry],
+  }),
+  adjustmentsUnapplied: new Gauge({
+    name: 'ticketing_settlement_adjustments_unapplied',
+    help: 'Refunds of sales a sent settlement paid out that no later settlement of the workspace carries yet',
+    registers: [workerRegistry],
+  }),
+  adjustmentsUnappliedAmount: new Gauge({
+    name: 'ticketing_settlement_adjustments_unapplied_amount',
+    help: 'Sum of those adjustments in minor units (negative: owed back by organizers), by currency',
+    labelNames: ['currency'] as const,
+    registers: [workerRegistry],
+  }),
+};
+
 /** The outbox's sale events, counted once each (see activities/outbox.ts). */
+
 export function countSaleEvent(type: 'sale.confirmed' | 'sale.refunded', currency: string, totalMinor: number): void {
   const [count, amount] =
     type === 'sale.confirmed'

@@ -43,10 +43,10 @@ import { activeTracing, type Tracing } from './tracing.js';
  * Workflow interceptor modules, for `bundleWorkflowCode({ workflowInterceptorModules })` and for workers that bundle
  * from `workflowsPath` (`interceptors.workflowModules`) alike, so replay and production run the same code.
  */
-export const WORKFLOW_INTERCEPTOR_MODULES: string[] = [
-  fileURLToPath(new URL('./workflow-tracing.ts', import.meta.url)),
-  fileURLToPath(new URL('./workflow-request-id.ts', import.meta.url)),
-];
+export const WORKFLOW_INTERCEPTOR_MODULES: string[] = ['./workflow-tracing', './workflow-request-id'].map((name) =>
+  // `.ts` from source, `.js` from the compiled output (dist/).
+  fileURLToPath(new URL(`${name}${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url)),
+);
 
 const withRequestIdHeader = (headers: Headers): Headers => withRequestIdIn(headers, currentRequestId());
 

@@ -4,11 +4,17 @@
  * The SDK exports those from its native core on an address of its own (TEMPORAL_METRICS_BIND_ADDRESS, loopback by
  * default); the endpoint fetches them from there, so Prometheus scrapes one port per worker.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Runtime, type RuntimeOptions, type TelemetryOptions } from '@temporalio/worker';
 import type { Env } from '../config/env.js';
 import { METRICS_CONTENT_TYPE, METRICS_PATH, processRegistry, render, workerRegistry } from './metrics.js';
+
+/** The worker's health path on the metrics port (docker-compose.yml's health check of the worker). */
+export const WORKER_HEALTH_PATH = '/health';
+
+const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
 
 /** A scrape waits at most this long for the SDK's exporter; without it, it still serves the worker's own metrics. */
 const SDK_SCRAPE_TIMEOUT_MS = 2_000;
@@ -93,14 +99,36 @@ export async function startWorkerMetricsServer(options: {
   port: number;
   sdkBindAddress: string;
   onError: (message: string, error: unknown) => void;
+  /** METRICS_TOKEN: when set, scrapes must present it as a Bearer token (as the API's /metrics asks). */
+  token?: string | undefined;
+  /**
+   * Answers `GET /health` (never behind the token: container health checks carry none): 200 while it says the worker
+   * runs, 503 before its workers poll and once they stop. Unset, /health is not served.
+   */
+  healthy?: () => boolean;
 }): Promise<MetricsServer | null> {
   const sdkUrl = sdkMetricsUrl(options.sdkBindAddress);
   const registries = [processRegistry(), workerRegistry];
+  const expected = options.token ? digest(options.token) : null;
   const server: Server = createServer((request, response) => {
     const path = (request.url ?? '').split('?')[0];
+    if (request.method === 'GET' && path === WORKER_HEALTH_PATH && options.healthy) {
+      const up = options.healthy();
+      response.writeHead(up ? 200 : 503, { 'content-type': 'text/plain' }).end(up ? 'ok' : 'not running');
+      return;
+    }
     if (request.method !== 'GET' || path !== METRICS_PATH) {
       response.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
       return;
+    }
+    if (expected) {
+      const sent = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1] ?? '';
+      if (!timingSafeEqual(digest(sent), expected)) {
+        response
+          .writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer' })
+          .end('metrics need Authorization: Bearer <METRICS_TOKEN>');
+        return;
+      }
     }
     Promise.all([render(registries), sdkMetrics(sdkUrl)]).then(
       ([own, sdk]) => {

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
-import { FAULT_TARGETS, type Faults } from './faults.js';
+import { FAULT_TARGETS, type Faults, REFUND_GATEWAYS, type RefundRefusalRule } from './faults.js';
 import type { GatewayASandbox } from './gateway-a.js';
 import type { GatewayBSandbox } from './gateway-b.js';
 import type { Notifier } from './notifier.js';
@@ -41,6 +41,15 @@ const FaultBody = z.object({
   mode: z.enum(['down', 'slow', 'ok']),
   delayMs: z.number().int().min(0).max(120_000).optional(),
 });
+const RefundRefusalBody = z.object({
+  gateway: z.enum(REFUND_GATEWAYS),
+  reference: z.string().min(1).max(256).optional(),
+  providerPaymentId: z.string().min(1).max(64).optional(),
+  reason: z.string().min(1).max(200).optional(),
+  answer: z.enum(['error', 'rejected']).optional(),
+});
+/** Clears the rules matching every field given; an empty body clears them all. */
+const RefundRefusalScope = RefundRefusalBody.omit({ reason: true, answer: true }).partial().default({});
 const ResetBody = z.object({ targets: z.array(z.enum(RESET_TARGETS)).min(1).optional() }).default({});
 const ExpireHoldBody = z.object({ holdToken: z.string().min(1) });
 
@@ -83,7 +92,11 @@ export function registerControl(app: FastifyInstance, deps: ControlDeps): void {
         }
         if (targets.has('seatmap')) deps.seatmap.reset();
         if (targets.has('smtp')) deps.inbox.reset();
-        if (targets.has('faults')) deps.faults.reset();
+        if (targets.has('faults')) {
+          deps.faults.reset();
+          deps.gatewayA.refundRefusals.clear();
+          deps.gatewayB.refundRefusals.clear();
+        }
         return { data: { reset: [...targets] } };
       });
 
@@ -195,6 +208,25 @@ export function registerControl(app: FastifyInstance, deps: ControlDeps): void {
         const body = parse(FaultBody, request.body, reply);
         if (!body) return reply;
         return { data: { target: body.target, ...deps.faults.set(body.target, body.mode, body.delayMs) } };
+      });
+
+      // ---- refund refusals -------------------------------------------------------------------------------------
+      const refusalsOf = (gateway: RefundRefusalRule['gateway']) =>
+        gateway === 'gateway-a' ? deps.gatewayA.refundRefusals : deps.gatewayB.refundRefusals;
+      const allRefusals = () => [...deps.gatewayA.refundRefusals.all(), ...deps.gatewayB.refundRefusals.all()];
+
+      control.get('/refund-refusals', async () => ({ data: allRefusals() }));
+      control.post('/refund-refusals', async (request, reply) => {
+        const body = parse(RefundRefusalBody, request.body, reply);
+        if (!body) return reply;
+        return reply.code(201).send({ data: refusalsOf(body.gateway).add(body) });
+      });
+      control.delete('/refund-refusals', async (request, reply) => {
+        const scope = parse(RefundRefusalScope, request.body, reply);
+        if (!scope) return reply;
+        const gateways: readonly RefundRefusalRule['gateway'][] = scope.gateway ? [scope.gateway] : REFUND_GATEWAYS;
+        const cleared = gateways.reduce((sum, gateway) => sum + refusalsOf(gateway).clear(scope), 0);
+        return { data: { cleared, remaining: allRefusals() } };
       });
 
       // ---- seat map -------------------------------------------------------------------------------------------

@@ -58,3 +58,82 @@ export class Faults {
     this.#closing.abort();
   }
 }
+
+/** The gateways whose refunds the sandbox can be told to refuse. */
+export const REFUND_GATEWAYS = ['gateway-a', 'gateway-b'] as const;
+export type RefundGateway = (typeof REFUND_GATEWAYS)[number];
+
+/**
+ * One refusal rule: the gateway refuses refunds of that payment, or of every payment of that sale reference; with
+ * neither, every refund it is asked for. Scoped by reference so tests sharing a sandbox do not refuse each other's.
+ */
+export interface RefundRefusalRule {
+  gateway: RefundGateway;
+  reference?: string;
+  providerPaymentId?: string;
+  /** Told to the caller in the provider's error message; defaults to the merchant's insufficient balance. */
+  reason?: string;
+  /**
+   * How the refusal is answered: `error` (default) a final 4xx, kept under no idempotency key (the same key works once
+   * the rule is lifted); `rejected` an answer the gateway takes the request for and declines: gateway A a refund
+   * (201) whose status is already `rejected`, gateway B a void (200) whose status is `REJECTED`. Neither moves money;
+   * a `rejected` answer is kept under the idempotency key and replayed for it, even after the rule is lifted, as the
+   * real gateways replay any answer they gave for a key.
+   */
+  answer?: 'error' | 'rejected';
+}
+
+export const DEFAULT_REFUND_REFUSAL_REASON = 'The collector does not have enough available balance to refund';
+
+/**
+ * Refund refusals, the fault a merchant meets when the gateway will not give the money back (balance too low to
+ * cover the refund, payment under dispute): unlike `down`, the gateway answers, and its answer is a final 4xx.
+ */
+export class RefundRefusals {
+  #rules: RefundRefusalRule[] = [];
+
+  add(rule: RefundRefusalRule): RefundRefusalRule {
+    this.#rules.push(rule);
+    return rule;
+  }
+
+  /** Removes the rules matching every given field (gateway, reference, payment); none given removes them all. */
+  clear(scope: Partial<Omit<RefundRefusalRule, 'reason'>> = {}): number {
+    const before = this.#rules.length;
+    this.#rules = this.#rules.filter(
+      (rule) =>
+        !(
+          (scope.gateway === undefined || rule.gateway === scope.gateway) &&
+          (scope.reference === undefined || rule.reference === scope.reference) &&
+          (scope.providerPaymentId === undefined || rule.providerPaymentId === scope.providerPaymentId)
+        ),
+    );
+    return before - this.#rules.length;
+  }
+
+  all(): RefundRefusalRule[] {
+    return [...this.#rules];
+  }
+
+  /** The reason a refund of this payment is refused now, or null when the gateway would carry it out. */
+  refusal(gateway: RefundGateway, payment: { reference: string | null; providerPaymentId: string }): string | null {
+    const rule = this.ruleFor(gateway, payment);
+    if (!rule) return null;
+    return rule.reason ?? DEFAULT_REFUND_REFUSAL_REASON;
+  }
+
+  /** The rule refusing a refund of this payment now, or null when the gateway would carry it out. */
+  ruleFor(
+    gateway: RefundGateway,
+    payment: { reference: string | null; providerPaymentId: string },
+  ): RefundRefusalRule | null {
+    return (
+      this.#rules.find(
+        (candidate) =>
+          candidate.gateway === gateway &&
+          (candidate.reference === undefined || candidate.reference === payment.reference) &&
+          (candidate.providerPaymentId === undefined || candidate.providerPaymentId === payment.providerPaymentId),
+      ) ?? null
+    );
+  }
+}

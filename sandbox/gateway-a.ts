@@ -2,6 +2,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { SandboxSecrets } from './config.js';
+import { DEFAULT_REFUND_REFUSAL_REASON, RefundRefusals } from './faults.js';
 import type { DeliveryRecord, Notifier } from './notifier.js';
 import { escapeHtml, hexId, issuesText, sameSecret, sendPage, withQuery } from './support.js';
 
@@ -150,6 +151,11 @@ const PaymentBody = z.object({
 
 const RefundBody = z.object({ amount: money.optional() }).default({});
 
+const PreferenceExpiryBody = z.object({
+  expires: z.boolean().optional(),
+  expiration_date_from: z.iso.datetime({ offset: true }).optional(),
+  expiration_date_to: z.iso.datetime({ offset: true }).optional(),
+});
 const PreferenceBody = z.object({
   items: z
     .array(
@@ -234,6 +240,11 @@ export class GatewayASandbox {
   readonly #payments = new Map<number, Payment>();
   readonly #paymentKeys = new Map<string, number>();
   readonly #refundKeys = new Map<string, { paymentId: number; refundId: number }>();
+  /**
+   * Refund answers that declined the refund (status `rejected`), by idempotency key: replayed for the same key as
+   * Mercado Pago replays any answer it gave for an X-Idempotency-Key, so only a new key asks again.
+   */
+  readonly #declinedRefundKeys = new Map<string, { paymentId: number; answer: Record<string, unknown> }>();
   readonly #preferences = new Map<string, Preference>();
   readonly #preferenceKeys = new Map<string, string>();
   readonly #timers = new Set<NodeJS.Timeout>();
@@ -241,6 +252,8 @@ export class GatewayASandbox {
   #nextPaymentId = 1_300_000_001;
   #nextRefundId = 1_500_000_001;
   #nextNotificationId = 120_000_000_001;
+  /** Refunds this gateway refuses (the control API's refund-refusal mode). */
+  readonly refundRefusals = new RefundRefusals();
 
   constructor(options: GatewayAOptions) {
     this.#options = options;
@@ -279,6 +292,9 @@ export class GatewayASandbox {
           if (!preference) return gatewayError(reply, 404, 'not_found', 'Preference not found');
           return reply.send(this.#preferenceJson(preference));
         });
+        api.put<{ Params: { id: string } }>('/checkout/preferences/:id', async (request, reply) =>
+          this.#updatePreference(request, reply),
+        );
       },
       { prefix: '/gateway-a' },
     );
@@ -346,9 +362,11 @@ export class GatewayASandbox {
     this.#payments.clear();
     this.#paymentKeys.clear();
     this.#refundKeys.clear();
+    this.#declinedRefundKeys.clear();
     this.#preferences.clear();
     this.#preferenceKeys.clear();
     this.#autoSettle = null;
+    this.refundRefusals.clear();
   }
 
   close(): void {
@@ -532,10 +550,41 @@ export class GatewayASandbox {
       const refund = payment.refunds.find((r) => r.id === seen.refundId);
       if (refund) return reply.code(201).send(this.#refundJson(refund));
     }
+    const declined = this.#declinedRefundKeys.get(key);
+    if (declined) {
+      if (declined.paymentId !== payment.id) {
+        return gatewayError(reply, 409, 'conflict', 'X-Idempotency-Key already used for another payment');
+      }
+      return reply.code(201).send(declined.answer);
+    }
     const parsed = RefundBody.safeParse(request.body ?? {});
     if (!parsed.success) return gatewayError(reply, 400, 'bad_request', issuesText(parsed.error));
     if (payment.status !== 'approved') {
       return gatewayError(reply, 400, 'bad_request', `Payment in status ${payment.status} cannot be refunded`, 2063);
+    }
+    const refusal = this.refundRefusals.ruleFor('gateway-a', {
+      reference: payment.externalReference,
+      providerPaymentId: String(payment.id),
+    });
+    if (refusal) {
+      const refused = refusal.reason ?? DEFAULT_REFUND_REFUSAL_REASON;
+      if (refusal.answer === 'rejected') {
+        // The request taken, the refund declined at once: status `rejected`, nothing given back, nothing kept.
+        const declined: Refund = {
+          id: this.#nextRefundId++,
+          paymentId: payment.id,
+          amount: parsed.data.amount ?? round2(payment.amount - payment.refunded),
+          createdAt: new Date(),
+        };
+        const answer = { ...this.#refundJson(declined), status: 'rejected', reason: refused };
+        // Kept under the key, as the real gateway keeps every answer: the same key is declined again even once the
+        // refusal is lifted; only a new key is asked afresh.
+        this.#declinedRefundKeys.set(key, { paymentId: payment.id, answer });
+        return reply.code(201).send(answer);
+      }
+      // Mercado Pago's refusal for a collector whose available balance cannot cover the refund: a final 400, and
+      // nothing recorded under the idempotency key, so the same key works once the balance is back.
+      return gatewayError(reply, 400, 'bad_request', refused, 'insufficient_balance');
     }
     const remaining = round2(payment.amount - payment.refunded);
     const amount = parsed.data.amount ?? remaining;
@@ -585,6 +634,22 @@ export class GatewayASandbox {
     this.#preferences.set(preference.id, preference);
     if (key) this.#preferenceKeys.set(key, preference.id);
     return reply.code(201).send(this.#preferenceJson(preference));
+  }
+
+  /**
+   * Updates a preference's expiry, as Mercado Pago's PUT /checkout/preferences/{id} does: a merchant closes a link it
+   * no longer wants paid (`expires: true, expiration_date_to: now`). Payments already started on it are not touched.
+   */
+  #updatePreference(request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply) {
+    const preference = this.#preferences.get(request.params.id);
+    if (!preference) return gatewayError(reply, 404, 'not_found', 'Preference not found');
+    const parsed = PreferenceExpiryBody.safeParse(request.body);
+    if (!parsed.success) return gatewayError(reply, 400, 'bad_request', parsed.error.issues[0]?.message ?? 'invalid');
+    const body = parsed.data;
+    if (body.expires !== undefined) preference.expires = body.expires;
+    if (body.expiration_date_from !== undefined) preference.expirationDateFrom = new Date(body.expiration_date_from);
+    if (body.expiration_date_to !== undefined) preference.expirationDateTo = new Date(body.expiration_date_to);
+    return reply.send(this.#preferenceJson(preference));
   }
 
   #bankPage(request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply) {

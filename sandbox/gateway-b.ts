@@ -2,6 +2,7 @@ import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { SandboxSecrets } from './config.js';
+import { DEFAULT_REFUND_REFUSAL_REASON, RefundRefusals } from './faults.js';
 import type { DeliveryRecord, Notifier } from './notifier.js';
 import { alphanumericId, bogotaTime, escapeHtml, issuesText, sameSecret, sendPage, withQuery } from './support.js';
 
@@ -110,8 +111,12 @@ export class GatewayBSandbox {
   readonly #options: GatewayBOptions;
   readonly #transactions: Transaction[] = [];
   readonly #voidKeys = new Map<string, string>();
+  /** Voids declined with a `rejected` answer, by idempotency key (the transaction id): that answer is replayed for it. */
+  readonly #declinedVoidKeys = new Map<string, string>();
   readonly #events: Array<{ transactionId: string; orderId: string; event: Record<string, unknown> }> = [];
   #webhookUrl: string | null;
+  /** Voids this gateway refuses (the control API's refund-refusal mode). */
+  readonly refundRefusals = new RefundRefusals();
 
   constructor(options: GatewayBOptions) {
     this.#options = options;
@@ -251,7 +256,9 @@ export class GatewayBSandbox {
     this.#transactions.length = 0;
     this.#events.length = 0;
     this.#voidKeys.clear();
+    this.#declinedVoidKeys.clear();
     this.#webhookUrl = this.#options.webhookUrl;
+    this.refundRefusals.clear();
   }
 
   /** Why the gateway would not charge this button now (bad key, bad signature, expired, already paid); null if it would. */
@@ -414,6 +421,9 @@ export class GatewayBSandbox {
         .code(404)
         .send({ payload: null, errors: [{ code: 'TRANSACTION_NOT_FOUND', message: 'Unknown transaction' }] });
     }
+    if (idempotencyKey && this.#declinedVoidKeys.get(idempotencyKey) === transaction.transactionId) {
+      return reply.send({ payload: { transaction_id: transaction.transactionId, status: 'REJECTED' }, errors: [] });
+    }
     if (transaction.status === 'VOIDED') {
       return reply.send({
         payload: { transaction_id: transaction.transactionId, status: 'VOID_APPROVED' },
@@ -425,6 +435,24 @@ export class GatewayBSandbox {
         payload: null,
         errors: [{ code: 'TRANSACTION_NOT_VOIDABLE', message: `A ${transaction.status} transaction cannot be voided` }],
       });
+    }
+    const rule = this.refundRefusals.ruleFor('gateway-b', {
+      reference: transaction.orderId,
+      providerPaymentId: transaction.transactionId,
+    });
+    const refused = rule ? (rule.reason ?? DEFAULT_REFUND_REFUSAL_REASON) : null;
+    if (rule?.answer === 'rejected') {
+      // The void request taken and declined in its answer (200, status REJECTED), not as an error: the charge stays
+      // APPROVED, and the answer is kept under the key and replayed for it.
+      if (idempotencyKey) this.#declinedVoidKeys.set(idempotencyKey, transaction.transactionId);
+      void this.#sendEvent(transaction, 'VOID_REJECTED');
+      return reply.send({ payload: { transaction_id: transaction.transactionId, status: 'REJECTED' }, errors: [] });
+    }
+    if (refused) {
+      // A void the gateway will not carry out (the merchant's balance cannot cover it): a final answer, with the
+      // VOID_REJECTED webhook it sends for it; the charge stays APPROVED and the key unused.
+      void this.#sendEvent(transaction, 'VOID_REJECTED');
+      return reply.code(422).send({ payload: null, errors: [{ code: 'VOID_REJECTED', message: refused }] });
     }
     transaction.status = 'VOIDED';
     transaction.updatedAt = new Date();

@@ -1,8 +1,9 @@
 /**
- * Sandbox entry: `npm run sandbox` (or `tsx sandbox/main.ts`). Everything comes from the environment with dev
+ * Sandbox entry: `npm run sandbox` (or `npx tsx sandbox/main.ts`). Everything comes from the environment with dev
  * defaults; see sandbox/README.md for the variables.
  */
-import { pino } from 'pino';
+import type { LoggerOptions } from 'pino';
+import { createLogger } from '../config/logger.js';
 import { secretsFromEnv } from './config.js';
 import { startSandbox } from './server.js';
 
@@ -18,21 +19,11 @@ function port(name: string, fallback: number): number {
   return value;
 }
 
-const logger = pino({
+// The platform's one log format (config/logger.ts), plus the gateways' own signature headers.
+const logger = createLogger({
   name: 'sandbox',
-  level: env.LOG_LEVEL ?? 'info',
-  base: { service: 'sandbox' },
-  timestamp: pino.stdTimeFunctions.isoTime,
-  redact: {
-    paths: [
-      'req.headers.authorization',
-      'req.headers["x-api-key"]',
-      'req.headers["x-signature"]',
-      'req.headers["x-bold-signature"]',
-      'req.headers.cookie',
-    ],
-    censor: '[redacted]',
-  },
+  level: (env.LOG_LEVEL as LoggerOptions['level']) ?? 'info',
+  redact: ['req.headers["x-signature"]', 'req.headers["x-bold-signature"]'],
 });
 
 const sandbox = await startSandbox({

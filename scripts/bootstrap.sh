@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what the project needs and is missing, on a machine that has only Node (any >= 20), npm and Go.
+# Installs what the project needs and is missing, on a machine that has only Node (>= 22.17), npm and Go.
 # Sourced by scripts/dev.sh and scripts/test.sh; safe to run repeatedly (each step is skipped when done).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

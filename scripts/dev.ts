@@ -157,7 +157,7 @@ Ticketing stack is up.
   Organizer API   ${demo.baseUrl}        (docs ${demo.docs.organizer})
   Public API      ${demo.publicBaseUrl}    (docs ${demo.docs.public})
   Temporal UI     ${demo.temporalUiUrl}
-  Codec endpoint  ${demo.codec.endpoint}   (decodes buyer data in the UI; README "Buyer data in workflow histories")
+  Codec endpoint  ${demo.codec.endpoint}   (decodes buyer data in the UI; docs/operations.md "Buyer data in workflow histories")
   Codec token     ${demo.codec.operatorToken}
   Sandbox         ${demo.sandboxUrl}   (gateways, seat map, mail inbox: /control/mail)
   Demo write key  ${demo.apiKey}

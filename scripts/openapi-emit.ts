@@ -27,7 +27,8 @@ const unused = <T extends object>(name: string): T =>
 const disconnectedRedis = new Redis({ lazyConnect: true });
 
 const services: ApiServices = {
-  env: loadEnv(),
+  // Nothing here serves traffic: a busy machine must not shed the documents' own requests with 503.
+  env: loadEnv({ ...process.env, LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0', LOAD_SHED_MAX_EVENT_LOOP_UTILIZATION: '0' }),
   orm: unused('orm'),
   redis: disconnectedRedis,
   temporal: unused('temporal'),

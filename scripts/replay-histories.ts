@@ -1,7 +1,7 @@
 /**
  * Replays workflow histories (JSON as exported by the Temporal CLI or UI) against the current workflow code and
  * exits non-zero if any would not replay deterministically. Run before deploying a workflow change:
- *   tsx scripts/replay-histories.ts history1.json [history2.json …]
+ *   npx tsx scripts/replay-histories.ts history1.json [history2.json …]
  * Payloads are decoded with the service's payload codec (PAYLOAD_CODEC_KEYS), so histories exported encrypted by
  * `temporal workflow show --output json` replay as they are; histories recorded before the codec are plain and pass.
  * Prints one JSON line per history: { file, ok, error? }.

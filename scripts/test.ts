@@ -35,7 +35,17 @@ const SIDE_BY_SIDE_FAULTS = [
  * printed when they end. A focused run of one of them runs it in its phase as usual.
  */
 const BACKGROUND_FAULTS = ['test/faults/starved-worker.test.ts'];
-const BACKGROUND_SIMULATIONS = ['test/simulation/checkout-simulation.test.ts'];
+const BACKGROUND_SIMULATIONS = [
+  'test/simulation/checkout-simulation.test.ts',
+  'test/simulation/membership-simulation.test.ts',
+  'test/simulation/lost-local-charge.test.ts',
+];
+/**
+ * The production-profile smoke test compiles the project and starts its own Temporal server on PostgreSQL, Redis and
+ * two worker replicas: on a full run it goes with the background files, not beside the main phase's tests.
+ */
+const BACKGROUND_DEPLOYMENT = ['test/deployment/production-smoke.test.ts'];
+const BACKGROUND_LATER = [...BACKGROUND_SIMULATIONS, ...BACKGROUND_DEPLOYMENT];
 const OWN_PROCESS_FAULTS = [...SIDE_BY_SIDE_FAULTS, ...BACKGROUND_FAULTS];
 const jestArgs = process.argv.slice(2);
 const focused = jestArgs.some((arg) => !arg.startsWith('-'));
@@ -113,11 +123,43 @@ const [
   temporalMetricsPort = 9565,
 ] = await freePorts(7);
 const logDir = join(ROOT, '.dev', 'test-logs', runId);
+
+/**
+ * A Redis database of this run's own, claimed by a lock in database 0 that lapses if the run dies without releasing
+ * it. Runs on one machine (focused runs beside a full one) picked theirs by pid modulo 15 before: two could get the
+ * same one, and the later run's FLUSHDB wiped the earlier one's waiting rooms under its tests (a turn "unknown").
+ * Databases 1–7 are the runs'; test/e2e/dev-stack.test.ts takes the run's plus 8.
+ */
+async function claimRedisDatabase(): Promise<{ url: string; release: () => Promise<void> }> {
+  const locks = new Redis('redis://127.0.0.1:6379/0', { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await locks.connect();
+    for (let offset = 0; offset < 7; offset += 1) {
+      const database = 1 + ((process.pid + offset) % 7);
+      const lock = `ticketing:test-run-redis-database:${database}`;
+      if ((await locks.set(lock, runId, 'EX', 3 * 60 * 60, 'NX')) !== 'OK') continue;
+      return {
+        url: `redis://127.0.0.1:6379/${database}`,
+        release: async () => {
+          if ((await locks.get(lock)) === runId) await locks.del(lock);
+          locks.disconnect();
+        },
+      };
+    }
+  } catch {
+    // No lock to be had (Redis not up yet is reported by the stack's own start): fall back to the pid's database.
+  }
+  locks.disconnect();
+  return { url: `redis://127.0.0.1:6379/${1 + (process.pid % 7)}`, release: async () => undefined };
+}
+const redisDatabase = process.env.TEST_REDIS_URL
+  ? { url: process.env.TEST_REDIS_URL, release: async () => undefined }
+  : await claimRedisDatabase();
 const testEnv: NodeJS.ProcessEnv = {
   NODE_ENV: 'test',
   LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
   DATABASE_URL: process.env.TEST_DATABASE_URL ?? `postgres://postgres@127.0.0.1:5432/ticketing_test_${runId}`,
-  REDIS_URL: process.env.TEST_REDIS_URL ?? `redis://127.0.0.1:6379/${1 + (process.pid % 15)}`,
+  REDIS_URL: redisDatabase.url,
   TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
   TEMPORAL_UI_PORT: String(temporalUiPort),
   TEMPORAL_TASK_QUEUE: 'ticketing-test',
@@ -149,6 +191,7 @@ async function teardown(): Promise<void> {
   rmSync(work, { recursive: true, force: true });
   if (dropDatabaseAtExit && !process.env.KEEP_TEST_DATABASE)
     await dropDatabase(dropDatabaseAtExit).catch(() => undefined);
+  await redisDatabase.release().catch(() => undefined);
 }
 process.on('SIGINT', () => void teardown().then(() => process.exit(130)));
 
@@ -217,14 +260,14 @@ try {
   // Fault injection restarts the machine's Postgres and Redis, so it runs after everything else: on a full run, or
   // when asked for (`npm test -- test/faults`, or some of its files).
   const faultsOnly = jestArgs.some((arg) => arg.includes('test/faults'));
-  const inBackgroundLater = focused ? [] : BACKGROUND_SIMULATIONS.map((file) => `--testPathIgnorePatterns=${file}`);
+  const inBackgroundLater = focused ? [] : BACKGROUND_LATER.map((file) => `--testPathIgnorePatterns=${file}`);
   exitCode = faultsOnly
     ? 0
     : await run('jest', ['--ci', ...jestArgs, '--testPathIgnorePatterns=test/faults', ...inBackgroundLater], jestEnv);
   if (exitCode === 0 && (!focused || faultsOnly)) {
     const wholeFaultSuite = !focused || jestArgs.some((arg) => /^test\/faults\/?$/.test(arg));
     if (wholeFaultSuite) {
-      const backgroundFiles = [...BACKGROUND_FAULTS, ...(focused ? [] : BACKGROUND_SIMULATIONS)];
+      const backgroundFiles = [...BACKGROUND_FAULTS, ...(focused ? [] : BACKGROUND_LATER)];
       phase(`in the background: ${backgroundFiles.join(', ')}`);
       const background = runCommand('jest', ['--ci', '--maxWorkers=1', ...backgroundFiles], jestEnv, true);
       phase('fault injection on private processes, side by side (kills and restarts their own worker, API, Temporal)');

@@ -6,9 +6,9 @@
 import { writeFileSync } from 'node:fs';
 import { buildWorkflowBundleCode } from './workflow-bundle.js';
 
-const target = process.argv[2];
+const [target, workflowsPath] = process.argv.slice(2);
 if (!target) {
-  console.error('usage: build-workflow-bundle <output file>');
+  console.error('usage: build-workflow-bundle <output file> [<workflows entry module>]');
   process.exit(2);
 }
 // For comparing bundles in the flash-sale bench: WORKFLOW_STACK_TRACE_LIMIT overrides the depth, and
@@ -19,5 +19,6 @@ writeFileSync(
   await buildWorkflowBundleCode({
     stackTraceLimit: depth ? Number(depth) : undefined,
     preloadWorkflowModules: process.env.WORKFLOW_PRELOAD_MODULES !== 'false',
+    workflowsPath,
   }),
 );

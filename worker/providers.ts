@@ -6,7 +6,7 @@ import { isProviderError } from '../integrations/errors.js';
 import { GatewayAClient } from '../integrations/gateway-a/client.js';
 import { GatewayBClient } from '../integrations/gateway-b/client.js';
 import { gatewayBIntegritySignature } from '../integrations/gateway-b/signature.js';
-import { MailClient } from '../integrations/mail/client.js';
+import { MailClient, type MailClientOptions } from '../integrations/mail/client.js';
 import { SeatMapClient } from '../integrations/seatmap/client.js';
 
 /**
@@ -32,6 +32,31 @@ function currencyOf(code: string) {
   return code;
 }
 
+/**
+ * The SMTP transport SMTP_TLS asks for: plain (the sandbox, a relay on a private network), STARTTLS required (the
+ * send fails rather than fall back to clear text when the server does not offer it), or implicit TLS; with the login
+ * when SMTP_USER is set (config/env.ts refuses a login without TLS).
+ */
+export function mailClientOptions(
+  env: Pick<
+    Env,
+    'SMTP_HOST' | 'SMTP_PORT' | 'MAIL_FROM' | 'SMTP_TLS' | 'SMTP_USER' | 'SMTP_PASSWORD' | 'SMTP_TLS_CA_CERT'
+  >,
+): MailClientOptions {
+  return {
+    host: env.SMTP_HOST,
+    port: env.SMTP_PORT,
+    from: env.MAIL_FROM,
+    secure: env.SMTP_TLS === 'implicit',
+    ignoreTls: env.SMTP_TLS === 'none',
+    requireTls: env.SMTP_TLS === 'starttls',
+    ...(env.SMTP_TLS_CA_CERT ? { tlsCa: env.SMTP_TLS_CA_CERT } : {}),
+    ...(env.SMTP_USER !== undefined && env.SMTP_PASSWORD !== undefined
+      ? { auth: { user: env.SMTP_USER, pass: env.SMTP_PASSWORD } }
+      : {}),
+  };
+}
+
 /** Wires the integration clients to the shapes the activities use (activities/ports.ts). */
 export function createProviders(env: Env): Providers & { close(): void } {
   const urls = providerUrls(env);
@@ -41,7 +66,7 @@ export function createProviders(env: Env): Providers & { close(): void } {
     publicKey: env.GATEWAY_A_PUBLIC_KEY,
   });
   const b = new GatewayBClient({ baseUrl: urls.gatewayB, apiKey: env.GATEWAY_B_API_KEY });
-  const mailClient = new MailClient({ host: env.SMTP_HOST, port: env.SMTP_PORT, from: env.MAIL_FROM, ignoreTls: true });
+  const mailClient = new MailClient(mailClientOptions(env));
   const seats = new SeatMapClient({ baseUrl: urls.seatMap, secretKey: env.SEATMAP_SECRET_KEY });
 
   const gatewayA: GatewayAPort = {
@@ -81,6 +106,7 @@ export function createProviders(env: Env): Providers & { close(): void } {
         const preference = await a.createCheckoutPreference({ ...input, currency: currencyOf(input.currency) });
         return { preferenceId: preference.id, redirectUrl: preference.redirectUrl };
       }),
+    expirePreference: (preferenceId) => classify(() => a.expirePreference(preferenceId)),
     getPayment: (paymentId) => classify(() => a.getPayment(paymentId)),
     findPaymentsByReference: (reference) => classify(() => a.searchPaymentsByReference(reference)),
     refund: (input) =>

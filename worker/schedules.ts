@@ -6,12 +6,9 @@ import {
   ScheduleOverlapPolicy,
 } from '@temporalio/client';
 import type { Env } from '../config/env.js';
-import {
-  DEFAULT_RECONCILER_INPUT,
-  RECONCILER_SCHEDULE_ID,
-  RECONCILER_WORKFLOW_ID_PREFIX,
-} from '../workflows/definitions.js';
+import { RECONCILER_SCHEDULE_ID, RECONCILER_WORKFLOW_ID_PREFIX } from '../workflows/definitions.js';
 import type { reconciler } from '../workflows/reconciler.js';
+import { DEFAULT_RECONCILER_SETTINGS } from '../workflows/reconciler-definitions.js';
 import {
   DEFAULT_SETTLEMENT_SWEEP_INPUT,
   SETTLEMENT_SWEEP_SCHEDULE_ID,
@@ -92,7 +89,7 @@ export function ensureReconcilerSchedule(
   client: Client,
   env: Pick<Env, 'RECONCILER_ENABLED' | 'RECONCILER_INTERVAL_SECONDS' | 'TEMPORAL_TASK_QUEUE'>,
 ): Promise<ScheduleOutcome> {
-  const args: Parameters<typeof reconciler> = [DEFAULT_RECONCILER_INPUT];
+  const args: Parameters<typeof reconciler> = [DEFAULT_RECONCILER_SETTINGS];
   return ensureSchedule(client, {
     scheduleId: RECONCILER_SCHEDULE_ID,
     enabled: env.RECONCILER_ENABLED,

@@ -17,7 +17,9 @@ import { WORKFLOW_INTERCEPTOR_MODULES } from '../observability/temporal-tracing.
 export const WORKFLOW_STACK_TRACE_LIMIT = 5;
 
 const SOURCE_MAP_COMMENT = '//# sourceMappingURL=data:';
-const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+/** `.ts` from source (tsx, jest), `.js` from the compiled output (dist/, the production image). */
+const MODULE_EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+const WORKFLOWS_PATH = fileURLToPath(new URL(`../workflows/index${MODULE_EXTENSION}`, import.meta.url));
 
 /**
  * Modules the workflow thread evaluates once, when it starts, and shares between executions, instead of evaluating
@@ -37,6 +39,11 @@ export interface WorkflowBundleOptions {
   stackTraceLimit?: number | null;
   /** Share PRELOADED_WORKFLOW_MODULES between executions (off: every execution evaluates them, the SDK's default). */
   preloadWorkflowModules?: boolean;
+  /**
+   * Another copy of the workflows' entry module (workflows/index.ts) to bundle instead of ours: the upgrade test builds
+   * its version 2 from a changed copy.
+   */
+  workflowsPath?: string;
 }
 
 /**
@@ -47,10 +54,11 @@ export interface WorkflowBundleOptions {
 export async function buildWorkflowBundleCode({
   stackTraceLimit = WORKFLOW_STACK_TRACE_LIMIT,
   preloadWorkflowModules = true,
+  workflowsPath = WORKFLOWS_PATH,
 }: WorkflowBundleOptions = {}): Promise<string> {
   const { code } = await bundleWorkflowCode({
-    workflowsPath: WORKFLOWS_PATH,
-    preloadModules: preloadWorkflowModules ? [...PRELOADED_WORKFLOW_MODULES] : [],
+    workflowsPath,
+    preloadModules: preloadWorkflowModules ? [workflowsPath] : [],
     // Traced or not, every worker runs the same workflow code: replay never depends on configuration.
     workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
     logger: { log: ignore, trace: ignore, debug: ignore, info: ignore, warn: console.warn, error: console.error },

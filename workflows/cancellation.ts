@@ -14,7 +14,7 @@
  * Rules 1–4 are decided by `transition()` of domain/sale-state.ts; REFUND_REQUIRED (a gateway-paid sale is refunded,
  * not cancelled) is this workflow's own rule, which the state table does not know.
  */
-import { patched, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { SalesOpsActivities } from '../activities/sales-ops.js';
 import { isSaleStatus, type LivePaymentStatus, transition } from '../domain/sale-state.js';
 import { type CancellationInput, type CancellationResult, SA } from './definitions.js';
@@ -40,11 +40,9 @@ const liveStatus = proxyActivities<SalesOpsActivities>({
 export async function cancellation(input: CancellationInput): Promise<CancellationResult> {
   const result = await decideAndCancel(input);
   // The API set SaleStatus to the status it saw at the start; the execution is found by the status it left.
-  if (patched('cancellation-final-sale-status')) {
-    const status = result.ok ? result.saleStatus : result.details.status;
-    if (typeof status === 'string' && isSaleStatus(status)) {
-      upsertSearchAttributes([{ key: SA.saleStatus, value: status }]);
-    }
+  const status = result.ok ? result.saleStatus : result.details.status;
+  if (typeof status === 'string' && isSaleStatus(status)) {
+    upsertSearchAttributes([{ key: SA.saleStatus, value: status }]);
   }
   return result;
 }

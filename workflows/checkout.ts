@@ -24,36 +24,31 @@ import {
   ApplicationFailure,
   allHandlersFinished,
   condition,
+  isCancellation,
   log,
   patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
   sleep,
+  TemporalFailure,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { CheckoutActivities, SaleSnapshot } from '../activities/checkout.js';
 import type { PaymentActivities, PaymentVerdict } from '../activities/payments.js';
 import type { SeatActivities } from '../activities/seats.js';
-import type { TicketActivities } from '../activities/tickets.js';
 import type { SaleStatus } from '../domain/sale-state.js';
-import { legacyCheckout } from './checkout-legacy.js';
 import {
-  CHECKOUT_V2,
-  DEADLINE_FREES_STOCK,
-  GATEWAY_B_FIRST_APPROVAL,
-  LATE_MONEY_AFTER_LOST_TASK,
-  LOST_RESERVATION,
-  NEWS_ALREADY_READ,
-  OPEN_KNOWN_FROM_DATABASE,
-  OWED_ASK_RETRY,
-  STALE_PENDING_NEWS,
+  LOCAL_CARD_CHARGE,
+  LOCAL_CHARGE_RECORDED_FIRST,
+  REFUND_KEY_PER_ASK,
+  REFUND_REFUSAL_PARKS,
+  SECOND_PAYMENT_ASKED,
 } from './checkout-patches.js';
 import {
   type CheckoutInput,
   type CheckoutPhase,
   type CheckoutStatus,
-  cardChargeAttempt,
   chargeCardUpdate,
   checkoutStatusQuery,
   checkPaymentSignal,
@@ -64,16 +59,25 @@ import {
   type PaymentNotification,
   type PaymentUnavailable,
   paymentNotificationSignal,
+  REFUND_REFUSALS_BEFORE_PARKING,
   type ReleaseReason,
   type ReleaseResult,
   type ReservedSale,
   releaseUpdate,
   reserveItemsOf,
   reserveUpdate,
+  retryRefusedRefundSignal,
   SA,
   saleStatusChangedSignal,
 } from './definitions.js';
-import { DATABASE_STEP, GATEWAY_CALL, MONEY_BACK, rerunWhenEvicted, UNTIL_IT_WORKS } from './local-steps.js';
+import {
+  DATABASE_STEP,
+  GATEWAY_CALL,
+  MONEY_BACK,
+  onProviderQueue,
+  rerunWhenEvicted,
+  UNTIL_IT_WORKS,
+} from './local-steps.js';
 
 /**
  * Short, idempotent database transactions run inside the workflow task (local activities): no task-queue round
@@ -107,15 +111,24 @@ const rails = rerunWhenEvicted(
 const paymentRecords = rerunWhenEvicted(proxyLocalActivities<PaymentActivities>(DATABASE_STEP));
 /** Gateway calls a buyer or the story waits on: a few tries, then "ask again later" instead of a failure. */
 const gateways = proxyActivities<PaymentActivities>(GATEWAY_CALL);
+/**
+ * The card charge inside the pay update's workflow task (LOCAL_CARD_CHARGE): one quick retry within a short bound,
+ * then the task-queue activity takes over with the same call. A run evicted meanwhile charges again: the same
+ * idempotency key answers the same payment. 5 s: under the 8 s after which the SDK heartbeats a workflow task (a
+ * task more) and under the gateway client's own 10 s timeout, which the task-queue activity keeps.
+ */
+const LOCAL_CARD_CHARGE_MS = 5000;
+const localCardCharge = (scheduleToCloseMs: number) =>
+  rerunWhenEvicted(
+    proxyLocalActivities<PaymentActivities>({
+      scheduleToCloseTimeout: scheduleToCloseMs,
+      retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumAttempts: 2 },
+    }),
+  );
 /** Money must go back: retried without a cap; the story then waits for the gateway to report it refunded. */
-const refunds = proxyActivities<PaymentActivities>(MONEY_BACK);
+const refunds = onProviderQueue<PaymentActivities>(MONEY_BACK);
 /** Seat-map calls leave the process, so they run on the task queue; compensation must happen, so no cap. */
 const seatMap = proxyActivities<SeatActivities>({ startToCloseTimeout: '30 seconds', retry: UNTIL_IT_WORKS });
-/** One email per sale, a bounded effort: a failure to mail never stands in front of money handling. */
-const mail = proxyActivities<TicketActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 5 },
-});
 
 const DEFAULT_PAYMENT_POLL_MS = 30_000;
 const MAX_PULL_INTERVAL_MS = 5 * 60_000;
@@ -123,6 +136,11 @@ const MAX_PULL_INTERVAL_MS = 5 * 60_000;
 const OWED_ASK_FIRST_RETRY_MS = 5_000;
 const REFUND_CHECK_FIRST_MS = 5_000;
 const REFUND_CHECK_MAX_MS = 10 * 60_000;
+/**
+ * How long after the payment window a confirmed sale's other payments are first asked about: a PSE transfer the bank
+ * settles late, or a card the gateway held in_process, can turn approved after the window (capped by the grace period).
+ */
+const SETTLEMENT_LAG_MS = 15 * 60_000;
 
 const STATUS_TO_PHASE: Record<SaleStatus, CheckoutPhase> = {
   PENDING: 'reserved',
@@ -153,8 +171,14 @@ const unavailable = (reason: string, message: string): PaymentUnavailable => ({
 
 const isGiveUp = (error: unknown): error is ActivityFailure => error instanceof ActivityFailure;
 
-/** The end of a turn nobody took: executions started without `stepsTakeTurns` never wait for one. */
-const NO_TURN = (): void => undefined;
+/**
+ * Why the gateway refused a refund for good. The refund activity retries every answer worth retrying without a cap,
+ * so an activity that gave up met a final answer (a 4xx such as an insufficient balance): its message says which.
+ */
+function refusalOf(error: ActivityFailure): string {
+  const cause = error.cause instanceof ApplicationFailure ? error.cause : null;
+  return (cause?.message ?? error.message ?? 'refused').slice(0, 200);
+}
 
 /** The earliest of these instants still ahead (workflow time), or null when none is. */
 function earliestFuture(instantsMs: Array<number | null>): number | null {
@@ -224,7 +248,6 @@ function hasPatch(input: CheckoutInput, id: string): boolean {
 }
 
 export async function checkout(input: CheckoutInput): Promise<CheckoutStatus> {
-  if (!hasPatch(input, CHECKOUT_V2)) return legacyCheckout(input);
   return new SaleCheckout(input).run();
 }
 
@@ -248,6 +271,26 @@ class SaleCheckout {
   private readonly givenBack = new Set<string>();
   /** Payments the gateway said were rejected: a rejection is final, so later news of one still pending is stale. */
   private readonly rejected = new Set<string>();
+  /**
+   * Payment routes opened that can bring money on their own: each card charge, each gateway B button, each gateway A
+   * checkout page (a page can be paid more than once). More than the one that paid means a second payment may come.
+   */
+  private paymentRoutesOpened = 0;
+  private pageOpened = false;
+  /** The last ask of the gateway found a payment other than the one that paid the sale still pending. */
+  private otherPaymentPending = false;
+  /** Refunds the gateway kept refusing, parked (recorded `refund_refused`) until an operator retries them. */
+  private readonly parkedRefunds = new Map<
+    string,
+    { verdict: PaymentVerdict; reason: GiveBackReason; dedupeKey: string }
+  >();
+  /**
+   * Refusals met so far by each payment's refund, across operators' retries: the next ask uses a key of its own
+   * (`-a<n>`), since the gateway replays a refused answer for a key it has seen.
+   */
+  private readonly refundRefusalsSeen = new Map<string, number>();
+  /** Operators' retries not yet acted on: a payment id, or null for every parked refund. */
+  private readonly refundRetries: Array<string | null> = [];
   /** Pull schedule: when to ask the gateway next, and whether an answer is owed (the last ask failed). */
   private nextPullAtMs: number | null = null;
   private pullIntervalMs: number;
@@ -255,8 +298,7 @@ class SaleCheckout {
   /** Wait before asking again after a failed ask; null while the last ask succeeded. */
   private owedRetryMs: number | null = null;
   private lateListeningUntilMs: number | null = null;
-  private emailing: Promise<void> | null = null;
-  /** Who holds the turn (see `CheckoutInput.stepsTakeTurns`); null while nobody does. */
+  /** Who holds the turn (see takeTurn); null while nobody does. */
   private turnHolder: object | null = null;
 
   constructor(private readonly input: CheckoutInput) {
@@ -293,7 +335,7 @@ class SaleCheckout {
     const phase = this.now();
     if (phase === 'reserved' || phase === 'confirmed') return true;
     const neverReached = phase === 'awaiting_reservation';
-    if (this.reserveFailed || (neverReached && hasPatch(this.input, LOST_RESERVATION))) {
+    if (this.reserveFailed || neverReached) {
       const closed = await db.closeUnpaidSale({
         saleId: this.input.saleId,
         to: 'ABANDONED',
@@ -337,7 +379,7 @@ class SaleCheckout {
         this.msUntil(deadline, this.nextPullAtMs),
         this.nextPullAtMs !== null && this.nextPullAtMs < deadline ? 'ask the gateway again' : 'payment window ends',
       );
-      const endTurn = this.input.stepsTakeTurns ? await this.takeTurn() : NO_TURN;
+      const endTurn = await this.takeTurn();
       try {
         await this.processInbox();
         if (this.now() !== 'reserved') break;
@@ -359,50 +401,122 @@ class SaleCheckout {
    * dropped: the inbox and every in-flight update are drained before the execution ends.
    */
   private async settle(): Promise<void> {
-    if (this.now() === 'confirmed') this.emailTickets();
     const closedUnpaid = () => this.now() === 'abandoned' || this.now() === 'cancelled';
     // A resumed run exists to resolve what arrived after the first run's grace period; later news starts another.
     const graceMs = this.input.resumeAfterClose ? 0 : this.input.latePaymentGraceMs;
     this.lateListeningUntilMs = closedUnpaid() ? Date.now() + graceMs : Date.now();
     // A payment that settles after the close and whose notification is lost is found by one last ask at the end.
     let lastAskOwed = closedUnpaid() && this.attemptOpened;
+    // A confirmed sale whose buyer opened another payment route: that route can still bring money, which is found by
+    // asking the gateway once the window and the settlement lag are over (and again while a payment is pending).
+    const secondPayments = this.watchForSecondPayments(graceMs);
+    const news = () => this.inbox.length > 0 || this.checkRequested || this.refundRetries.length > 0;
     for (;;) {
       // An answer the gateway still owes keeps the execution asking, whatever the sale's status: money received at
       // any time is resolved.
       const owed = () => this.pullOwed;
+      const secondAskAtMs = secondPayments?.nextAskAtMs ?? null;
       const wakeAtMs = earliestFuture([
         closedUnpaid() ? this.lateListeningUntilMs : null,
         owed() ? this.nextPullAtMs : null,
+        secondAskAtMs,
       ]);
       if (wakeAtMs !== null) {
         const graceEnds = closedUnpaid() && wakeAtMs === this.lateListeningUntilMs;
+        const secondAsk = !graceEnds && wakeAtMs === secondAskAtMs;
         await waitUntil(
-          () => this.inbox.length > 0 || this.checkRequested,
+          news,
           wakeAtMs - Date.now(),
-          graceEnds ? 'late-payment grace ends' : 'ask the gateway again',
+          graceEnds
+            ? 'late-payment grace ends'
+            : secondAsk
+              ? 'ask the gateway for a second payment'
+              : 'ask the gateway again',
         );
+      } else if (this.parkedRefunds.size > 0) {
+        // A refused refund waits for an operator: no timer, so the history does not grow while it waits.
+        await condition(news);
       }
-      const endTurn = this.input.stepsTakeTurns ? await this.takeTurn() : NO_TURN;
+      const endTurn = await this.takeTurn();
       try {
         await this.processInbox();
+        await this.retryParkedRefunds();
         const graceOver = Date.now() >= (this.lateListeningUntilMs ?? 0);
-        if (this.checkRequested || (owed() && this.pullDue()) || (graceOver && lastAskOwed && closedUnpaid())) {
+        const secondAskDue = secondAskAtMs !== null && Date.now() >= secondAskAtMs;
+        if (
+          this.checkRequested ||
+          (owed() && this.pullDue()) ||
+          (graceOver && lastAskOwed && closedUnpaid()) ||
+          secondAskDue
+        ) {
           lastAskOwed = false;
           await this.pullFromGateway();
+          if (secondPayments) this.scheduleNextSecondAsk(secondPayments);
         }
       } finally {
         endTurn();
       }
-      const listening = (closedUnpaid() && Date.now() < (this.lateListeningUntilMs ?? 0)) || owed();
+      const listening =
+        (closedUnpaid() && Date.now() < (this.lateListeningUntilMs ?? 0)) ||
+        owed() ||
+        (secondPayments?.nextAskAtMs ?? null) !== null ||
+        this.parkedRefunds.size > 0;
       if (!listening && this.inbox.length === 0 && !this.checkRequested) {
-        // News (a notification, a request to ask the gateway) may arrive while the email or an update finishes.
-        const news = () => this.inbox.length > 0 || this.checkRequested;
-        await this.emailing;
+        // News (a notification, a request to ask the gateway) may arrive while an update finishes.
         await condition(() => allHandlersFinished() || news());
         if (!news()) break;
       }
     }
     this.lateListeningUntilMs = null;
+  }
+
+  /**
+   * When a confirmed sale's other payment routes are asked about: after the window and the settlement lag (capped by
+   * the grace period), then while one of its payments is still pending, for one more grace period. Null when the
+   * sale was paid by the only route its buyer opened (no second payment can exist), or for executions recorded
+   * before SECOND_PAYMENT_ASKED; `patched` is asked only when a second payment is possible, so a plain card purchase
+   * carries no marker.
+   */
+  private watchForSecondPayments(
+    graceMs: number,
+  ): { nextAskAtMs: number | null; untilMs: number; intervalMs: number } | null {
+    if (this.now() !== 'confirmed' || this.input.resumeAfterClose) return null;
+    if (!this.pageOpened && this.paymentRoutesOpened < 2) return null;
+    if (!hasPatch(this.input, SECOND_PAYMENT_ASKED)) return null;
+    const firstAskAtMs = Math.max(Date.now(), this.sale?.expiresAtMs ?? 0) + Math.min(graceMs, SETTLEMENT_LAG_MS);
+    return {
+      nextAskAtMs: firstAskAtMs,
+      untilMs: firstAskAtMs + graceMs,
+      intervalMs: this.input.paymentPollMs ?? DEFAULT_PAYMENT_POLL_MS,
+    };
+  }
+
+  /** After an ask: again later while another payment is still pending (backing off), else never. */
+  private scheduleNextSecondAsk(watch: { nextAskAtMs: number | null; untilMs: number; intervalMs: number }): void {
+    if (this.pullOwed) {
+      // The ask failed: the owed retry asks again, and this is decided after it.
+      watch.nextAskAtMs = null;
+      return;
+    }
+    if (!this.otherPaymentPending || Date.now() >= watch.untilMs) {
+      watch.nextAskAtMs = null;
+      return;
+    }
+    watch.intervalMs = Math.min(watch.intervalMs * 2, MAX_PULL_INTERVAL_MS);
+    watch.nextAskAtMs = Math.min(Date.now() + watch.intervalMs, watch.untilMs);
+  }
+
+  /** Refunds an operator asked to try again go back to `requested` and get another round of tries. */
+  private async retryParkedRefunds(): Promise<void> {
+    if (this.refundRetries.length === 0) return;
+    const asked = this.refundRetries.splice(0);
+    for (const [payment, parked] of [...this.parkedRefunds]) {
+      if (!asked.some((id) => id === null || id === payment)) continue;
+      this.parkedRefunds.delete(payment);
+      log.info('an operator retries a refused refund', { saleId: this.input.saleId, providerPaymentId: payment });
+      await db.markAttempt({ dedupeKey: parked.dedupeKey, status: 'requested' });
+      await this.giveBack(parked.verdict, parked.reason);
+    }
   }
 
   // ------------------------------------------------------------------------------------------------ money in
@@ -420,19 +534,16 @@ class SaleCheckout {
   private async readVerdict(notification: PaymentNotification): Promise<PaymentVerdict | null> {
     const { verdict: alreadyRead, ...news } = notification;
     if (alreadyRead && notification.eventType === 'card_charge') {
-      // The charge's answer, recorded as the CARD attempt when it came back (set only under NEWS_ALREADY_READ).
+      // The charge's answer, recorded as the CARD attempt when it came back.
       return alreadyRead;
     }
-    if (this.alreadyPaidWith(notification) && hasPatch(this.input, NEWS_ALREADY_READ)) {
+    if (this.alreadyPaidWith(notification)) {
       // News of the gateway A payment that paid this sale: judging it would change nothing (see judge).
       return null;
     }
     let verdict: PaymentVerdict;
     try {
-      verdict =
-        alreadyRead && hasPatch(this.input, NEWS_ALREADY_READ)
-          ? alreadyRead
-          : await gateways.readPayment({ saleId: this.input.saleId, notification: news });
+      verdict = alreadyRead ?? (await gateways.readPayment({ saleId: this.input.saleId, notification: news }));
     } catch (error) {
       if (!isGiveUp(error)) throw error;
       log.warn('the gateway could not be read for a notification; asking again later', { saleId: this.input.saleId });
@@ -476,6 +587,9 @@ class SaleCheckout {
     }
     this.pullOwed = false;
     this.owedRetryMs = null;
+    this.otherPaymentPending = verdicts.some(
+      (verdict) => verdict.outcome === 'pending' && verdict.providerPaymentId !== this.paidWith,
+    );
     this.pullIntervalMs = Math.min(this.pullIntervalMs * 2, MAX_PULL_INTERVAL_MS);
     this.nextPullAtMs = this.now() === 'reserved' ? Date.now() + this.pullIntervalMs : null;
     for (const verdict of verdicts) {
@@ -511,7 +625,7 @@ class SaleCheckout {
       if (this.now() === 'reserved' || (this.closedUnpaid() && !(payment && this.givenBack.has(payment)))) {
         if (verdict.outcome === 'unknown' || verdict.outcome === 'refunded') return;
         const stale = verdict.outcome === 'pending' && payment !== null && this.rejected.has(payment);
-        if (stale && hasPatch(this.input, STALE_PENDING_NEWS)) return;
+        if (stale) return;
         await db.recordPaymentStatus({
           saleId: this.input.saleId,
           paymentStatus: verdict.rawStatus,
@@ -530,7 +644,7 @@ class SaleCheckout {
     if (payment === this.paidWith) {
       // Gateway B re-notifying a confirmed charge is how it reports refunds: recorded for the organizer.
       if (phase === 'confirmed' && verdict.gateway === 'GATEWAY_B' && eventType === 'SALE_APPROVED') {
-        if (payment && noticeKey && hasPatch(this.input, GATEWAY_B_FIRST_APPROVAL)) {
+        if (payment && noticeKey) {
           // The first approval of this charge is no re-notification, even when asking the gateway confirmed the
           // sale before it arrived (a buyer back on the page): only a repeat flags the sale.
           await paymentRecords.flagGatewayBRenotification({
@@ -566,11 +680,11 @@ class SaleCheckout {
       provider: verdict.gateway,
       paymentRef: verdict.providerPaymentId,
       paymentStatus: verdict.rawStatus,
-      ...this.ticketEmailByMailer(),
+      queueTicketEmail: true,
     });
     if (result.paymentRefunded) return;
     const closedMeanwhile = !result.confirmed && (result.status === 'ABANDONED' || result.status === 'CANCELLED');
-    if (closedMeanwhile && hasPatch(this.input, DEADLINE_FREES_STOCK)) {
+    if (closedMeanwhile) {
       // The deadline passed and the lapsed-hold sweep (or another buyer short of stock) closed the sale before this
       // execution's timer did: the payment is late money, confirmed only if the stock can be taken again.
       this.publish(result.status);
@@ -595,7 +709,7 @@ class SaleCheckout {
       paymentRef: verdict.providerPaymentId,
       paymentStatus: verdict.rawStatus,
       seatsBookedByCaller: true,
-      ...this.ticketEmailByMailer(),
+      queueTicketEmail: true,
     });
     if (late.outcome === 'confirmed') {
       this.paidWith = verdict.providerPaymentId;
@@ -612,23 +726,20 @@ class SaleCheckout {
         dedupeKey: `late:${verdict.providerPaymentId ?? this.input.saleId}`,
         note: 'payment arrived after the reservation closed; stock was still available, sale confirmed',
       });
-      this.emailTickets();
       return;
     }
     if (late.outcome === 'payment_refunded') {
       // Giving back is idempotent (the same attempt record, the same refund at the gateway): seeing it through costs
       // a read when it is done, and returns the money when its task was lost.
-      if (!hasPatch(this.input, LATE_MONEY_AFTER_LOST_TASK)) return;
       if (seatsBooked) await seatMap.releaseBookedSeats({ saleId: this.input.saleId });
       return this.giveBack(verdict, late.status === 'CANCELLED' ? 'late_cancelled' : 'late_no_stock');
     }
     if (late.outcome === 'already_confirmed') {
       this.paidWith = late.paymentRef ?? this.paidWith;
       this.publish('CONFIRMED');
+      // Confirmed by this very payment while this execution held the sale closed (by a lost task of its own): the
+      // confirming transaction owed the ticket email to the ticket mailer.
       if (verdict.providerPaymentId !== this.paidWith) await this.giveBack(verdict, 'second_charge');
-      // Confirmed by this very payment while this execution held the sale closed: by a lost task of its own. The
-      // email activity sends at most once per sale.
-      else if (hasPatch(this.input, LATE_MONEY_AFTER_LOST_TASK)) this.emailTickets();
       return;
     }
     if (seatsBooked) await seatMap.releaseBookedSeats({ saleId: this.input.saleId });
@@ -662,20 +773,45 @@ class SaleCheckout {
       note: why.note,
     });
     let waitMs = this.input.refundCheckMs ?? REFUND_CHECK_FIRST_MS;
+    let refusals = 0;
+    const refundKey = payment ?? `${verdict.gateway}:${this.input.saleId}`;
     for (;;) {
+      let refusal: string | null = null;
+      // Asked only once the first answer was a refusal, so refunds that went through carry no marker.
+      const ask = this.refundRefusalsSeen.get(refundKey) ?? 0;
+      const keyPerAsk = ask > 0 && hasPatch(this.input, REFUND_KEY_PER_ASK);
       try {
         await refunds.refundPayment({
           saleId: this.input.saleId,
           gateway: verdict.gateway,
           providerPaymentId: payment,
           reason,
+          ...(keyPerAsk ? { ask } : {}),
         });
       } catch (error) {
         // Refused for good (for example: already refunded). The gateway's own record decides below.
         if (!isGiveUp(error)) throw error;
+        refusal = refusalOf(error);
+        this.refundRefusalsSeen.set(refundKey, ask + 1);
       }
       const state = await this.refundState(verdict);
       if (state === 'refunded') break;
+      if (refusal !== null && hasPatch(this.input, REFUND_REFUSAL_PARKS)) {
+        refusals += 1;
+        if (refusals >= REFUND_REFUSALS_BEFORE_PARKING) {
+          // Retrying a final answer on a timer would loop for weeks in silence: an operator is told, and decides.
+          await db.recordRefundRefused({
+            saleId: this.input.saleId,
+            dedupeKey,
+            gateway: verdict.gateway,
+            providerPaymentId: payment,
+            refusals,
+            reason: refusal,
+          });
+          this.parkedRefunds.set(payment ?? `${verdict.gateway}:${this.input.saleId}`, { verdict, reason, dedupeKey });
+          return;
+        }
+      }
       await sleep(waitMs, { summary: 'check the refund again' });
       waitMs = Math.min(waitMs * 2, REFUND_CHECK_MAX_MS);
     }
@@ -732,28 +868,6 @@ class SaleCheckout {
     this.publish(closed.status ?? to);
   }
 
-  // ------------------------------------------------------------------------------------------------ tickets
-
-  /**
-   * Mails the tickets beside the story, not in front of it; the activity sends at most once per sale. A checkout
-   * started with `ticketsByMailer` left that to the ticket mailer when it confirmed the sale.
-   */
-  private emailTickets(): void {
-    if (this.emailing || this.input.ticketsByMailer) return;
-    this.emailing = mail.emailTickets(this.input.saleId).then(
-      () => undefined,
-      (error: unknown) => {
-        if (!isGiveUp(error)) throw error;
-        log.warn('the ticket email could not be sent; the buyer can ask for a resend', { saleId: this.input.saleId });
-      },
-    );
-  }
-
-  /** What a confirming step is told about the ticket email: owed to the ticket mailer, or (by default) not. */
-  private ticketEmailByMailer(): { queueTicketEmail?: true } {
-    return this.input.ticketsByMailer ? { queueTicketEmail: true } : {};
-  }
-
   // ------------------------------------------------------------------------------------------------ handlers
 
   private registerHandlers(): void {
@@ -763,6 +877,9 @@ class SaleCheckout {
     });
     setHandler(checkPaymentSignal, () => {
       this.checkRequested = true;
+    });
+    setHandler(retryRefusedRefundSignal, ({ providerPaymentId }) => {
+      this.refundRetries.push(providerPaymentId);
     });
     setHandler(saleStatusChangedSignal, ({ status }) => {
       // Refunds and organizer cancels of settled sales run in their own workflows; this execution follows them.
@@ -776,13 +893,13 @@ class SaleCheckout {
         }
       },
     });
-    setHandler(openPaymentUpdate, () => this.paying(() => this.openPayment()), {
+    setHandler(openPaymentUpdate, () => this.payInTurn(() => this.openPayment()), {
       validator: () => this.assertPayable(),
     });
-    setHandler(openPseUpdate, (options) => this.paying(() => this.openPse(options.methods ?? 'pse')), {
+    setHandler(openPseUpdate, (options) => this.payInTurn(() => this.openPse(options.methods ?? 'pse')), {
       validator: (_options) => this.assertPayable(),
     });
-    setHandler(chargeCardUpdate, (request) => this.paying((endTurn) => this.chargeCard(request, endTurn)), {
+    setHandler(chargeCardUpdate, (request) => this.payInTurn((endTurn) => this.chargeCard(request, endTurn)), {
       validator: (_request) => this.assertPayable(),
     });
     setHandler(releaseUpdate, (request) => this.release(request.reason), {
@@ -804,7 +921,7 @@ class SaleCheckout {
       const step = seated ? reserveOnTaskQueue : reserveInWorkflowTask;
       const result = await step.reserveSale({
         saleId: this.input.saleId,
-        request: this.input.ticketsByMailer ? { ...request, queueTicketEmail: true } : request,
+        request: { ...request, queueTicketEmail: true },
       });
       if (!result.ok) {
         this.phase = 'rejected';
@@ -817,12 +934,7 @@ class SaleCheckout {
         { key: SA.workspaceId, value: result.workspaceId },
         { key: SA.eventDateId, value: result.eventDateId },
       ];
-      if (this.input.leanCardPurchase) {
-        this.publish(result.status, identity);
-      } else {
-        upsertSearchAttributes(identity);
-        this.publish(result.status);
-      }
+      this.publish(result.status, identity);
       return result;
     } catch (error) {
       if (!isGiveUp(error)) throw error;
@@ -880,13 +992,14 @@ class SaleCheckout {
    * (its open was committed by a workflow task that was lost); the execution takes it as its own. Null: none.
    */
   private async learnOpenedAttempt(): Promise<Gateway | null> {
-    if (!hasPatch(this.input, OPEN_KNOWN_FROM_DATABASE)) return null;
     const snapshot = await db.readSaleSnapshot(this.input.saleId);
     if (!snapshot?.attemptOpened || !snapshot.gateway) return null;
     log.warn('a payment was opened by a workflow task this execution never saw; asking the gateway', {
       saleId: this.input.saleId,
     });
     this.openAttempt(snapshot.gateway);
+    // Which route a lost task opened is unknown: it may bring a second payment.
+    this.pageOpened = true;
     return snapshot.gateway;
   }
 
@@ -909,6 +1022,8 @@ class SaleCheckout {
       throw refusal('SERVICE_UNAVAILABLE', 'The payment could not be prepared; retry', {}, true);
     }
     this.openAttempt(rail);
+    // A gateway B button charges on its own; gateway A's card form needs a charge (counted there).
+    if (rail === 'GATEWAY_B') this.paymentRoutesOpened += 1;
     await db.recordAttempt({
       saleId: this.input.saleId,
       gateway: rail,
@@ -931,6 +1046,8 @@ class SaleCheckout {
     const rail = await this.railFor('pse');
     if (typeof rail !== 'string') return rail;
     this.openAttempt(rail);
+    this.paymentRoutesOpened += 1;
+    this.pageOpened = true;
     let preference: { preferenceId: string; redirectUrl: string };
     try {
       preference = await gateways.openPsePayment({
@@ -969,12 +1086,13 @@ class SaleCheckout {
       return unavailable('gateway_b_only', 'This event pays through gateway B; card tokens are for gateway A');
     }
     this.openAttempt(rail);
+    this.paymentRoutesOpened += 1;
     let payment: Awaited<ReturnType<PaymentActivities['chargeCard']>>;
     try {
-      payment = await gateways.chargeCard({
+      payment = await this.chargeAtGateway({
         saleId: this.input.saleId,
         request,
-        ...(this.input.leanCardPurchase ? { recordAttempt: true } : {}),
+        recordAttempt: true,
       });
     } catch (error) {
       if (!isGiveUp(error)) throw error;
@@ -988,9 +1106,6 @@ class SaleCheckout {
       }
       throw refusal('PROVIDER_UNAVAILABLE', 'The payment gateway did not answer; check the order status', {}, true);
     }
-    if (!this.input.leanCardPurchase) {
-      await db.recordAttempt(cardChargeAttempt(this.input.saleId, payment));
-    }
     // The charge's answer goes through the same path as a notification: there is one way to confirm.
     this.inbox.push({
       gateway: 'GATEWAY_A',
@@ -998,7 +1113,7 @@ class SaleCheckout {
       eventType: 'card_charge',
       receivedAtMs: Date.now(),
       dedupeKey: `charge:${payment.id}`,
-      ...(payment.verdict && hasPatch(this.input, NEWS_ALREADY_READ) ? { verdict: payment.verdict } : {}),
+      ...(payment.verdict ? { verdict: payment.verdict } : {}),
     });
     endTurn();
     await condition(() => this.settledPayments.has(payment.id));
@@ -1013,6 +1128,36 @@ class SaleCheckout {
     };
   }
 
+  /**
+   * The card charge at gateway A. Since LOCAL_CARD_CHARGE it runs first in this workflow task (a local activity: no
+   * second workflow task for its answer); when that fails or outlives its short bound, the same call runs as the
+   * task-queue activity. Both carry the same input, hence the same idempotency key: a charge the local attempt made
+   * without hearing the answer is answered again by the gateway, never made twice.
+   */
+  private async chargeAtGateway(
+    charge: Parameters<PaymentActivities['chargeCard']>[0],
+  ): Promise<Awaited<ReturnType<PaymentActivities['chargeCard']>>> {
+    let sent = charge;
+    if (!this.input.cardChargeOnTaskQueue && hasPatch(this.input, LOCAL_CARD_CHARGE)) {
+      // The activity records the charge as leaving before it calls the gateway: this task may be lost with the update.
+      // The fallback carries the flag too, so its answer's record replaces that row (the same key: one row a charge).
+      if (hasPatch(this.input, LOCAL_CHARGE_RECORDED_FIRST)) sent = { ...charge, recordBeforeCharging: true };
+      try {
+        return await localCardCharge(this.input.localCardChargeTimeoutMs ?? LOCAL_CARD_CHARGE_MS).chargeCard(sent);
+      } catch (error) {
+        // A local activity that gave up is an ActivityFailure when it happens, but its marker replays the bare cause
+        // (a TimeoutFailure, an ApplicationFailure): both must take the same path, so any failure but a cancellation
+        // goes on to the task queue, whose ActivityFailure the caller judges (a refusal there is the same refusal).
+        if (!(error instanceof TemporalFailure) || isCancellation(error)) throw error;
+        log.warn('the local card charge failed or timed out; charging on the task queue with the same key', {
+          saleId: this.input.saleId,
+          cause: error.cause?.message ?? error.message,
+        });
+      }
+    }
+    return gateways.chargeCard(sent);
+  }
+
   private async release(reason: ReleaseReason): Promise<ReleaseResult> {
     this.releaseRequest = reason;
     await condition(() => this.phase !== 'reserved');
@@ -1022,8 +1167,10 @@ class SaleCheckout {
   // ------------------------------------------------------------------------------------------------ turns
 
   /**
-   * Waits for the turn and takes it; the end it returns may be called more than once. Callers without
-   * `stepsTakeTurns` never call it, so executions started before it run (and replay) with their own microtask order.
+   * Waits for the turn and takes it; the end it returns may be called more than once. The payment handlers' steps and
+   * the story's decisions take turns: a local step that outlives a workflow task lost on a starved worker can be
+   * replayed as resolved before a timer it was resolved after, and while nothing else decides until it ends, both
+   * orders give the same commands.
    */
   private async takeTurn(): Promise<() => void> {
     while (this.turnHolder !== null) await condition(() => this.turnHolder === null);
@@ -1032,15 +1179,6 @@ class SaleCheckout {
     return () => {
       if (this.turnHolder === holder) this.turnHolder = null;
     };
-  }
-
-  /**
-   * Runs a payment request in its turn; without `stepsTakeTurns` it runs at once, returning the request's own promise
-   * so executions started before replay with the same microtask order.
-   */
-  private paying<T>(request: (endTurn: () => void) => Promise<T>): Promise<T> {
-    if (!this.input.stepsTakeTurns) return request(NO_TURN);
-    return this.payInTurn(request);
   }
 
   /** A payment request that waited for the turn is refused if the story closed the sale meanwhile. */
@@ -1097,14 +1235,9 @@ class SaleCheckout {
    */
   private owePull(): void {
     this.pullOwed = true;
-    if (hasPatch(this.input, OWED_ASK_RETRY)) {
-      const first = Math.min(OWED_ASK_FIRST_RETRY_MS, this.input.paymentPollMs ?? DEFAULT_PAYMENT_POLL_MS);
-      this.owedRetryMs = this.owedRetryMs === null ? first : Math.min(this.owedRetryMs * 2, MAX_PULL_INTERVAL_MS);
-      this.nextPullAtMs = Date.now() + this.owedRetryMs;
-      return;
-    }
-    this.pullIntervalMs = Math.min(this.pullIntervalMs * 2, MAX_PULL_INTERVAL_MS);
-    this.nextPullAtMs = Date.now() + this.pullIntervalMs;
+    const first = Math.min(OWED_ASK_FIRST_RETRY_MS, this.input.paymentPollMs ?? DEFAULT_PAYMENT_POLL_MS);
+    this.owedRetryMs = this.owedRetryMs === null ? first : Math.min(this.owedRetryMs * 2, MAX_PULL_INTERVAL_MS);
+    this.nextPullAtMs = Date.now() + this.owedRetryMs;
   }
 
   private pullDue(): boolean {

@@ -6,9 +6,15 @@ import { defineSearchAttributeKey, type SearchAttributePair, SearchAttributeType
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { PaymentVerdict } from '../domain/payment-verdict.js';
 import type { SaleStatus } from '../domain/sale-state.js';
-import { CHECKOUT_PATCHES_IN_FORCE } from './checkout-patches.js';
 
 export const TASK_QUEUE_DEFAULT = 'ticketing';
+
+/**
+ * The queue of provider calls no buyer waits on (refunds, polls and last asks), named after the queue of the execution
+ * that schedules them. Its worker is rate-limited to the providers' request limits (PROVIDER_ACTIVITIES_PER_SECOND), so
+ * a flood of refunds or membership polls neither trips the gateway's throttle nor takes the slots checkouts need.
+ */
+export const providerTaskQueueOf = (taskQueue: string): string => `${taskQueue}-providers`;
 
 /** Search attributes the worker registers at start-up; operators find executions by them in the Temporal UI. */
 export const SEARCH_ATTRIBUTES = {
@@ -56,42 +62,33 @@ export interface CheckoutInput {
    */
   resumeAfterClose?: boolean;
   /**
-   * The ticket email is owed in the transaction that confirms the sale and sent by the ticket mailer
-   * (workflows/ticket-mailer.ts) instead of an activity of this execution: one workflow task and one activity less
-   * per purchase. Executions started without it (before it existed) mail their tickets themselves, and replay so.
+   * The card charge runs as a task-queue activity only, never first as a local activity (LOCAL_CARD_CHARGE): set by
+   * the API when CARD_CHARGE_LOCAL is false (a gateway whose answers take longer than the local attempt's bound, or a
+   * same-run comparison in the bench). Executions started without it take the local attempt once patched.
    */
-  ticketsByMailer?: boolean;
+  cardChargeOnTaskQueue?: boolean;
   /**
-   * The payment handlers' steps (rail, open, charge and their records) and the story's decisions (news, asks of the
-   * gateway, the deadline) take turns instead of running side by side. A local step that outlives a workflow task
-   * lost on a starved worker can be replayed as resolved before a timer it was resolved after; while nothing else
-   * decides until it ends, both orders give the same commands. Executions started without it replay as they ran.
+   * How long the local card charge may take, retries included, before the same call goes to the task queue
+   * (default 5 s); an input so simulations run with short bounds.
    */
-  stepsTakeTurns?: boolean;
-  /**
-   * The card charge's activity records its answer in the sale's payment history, instead of a local step after it;
-   * the reservation publishes the sale's search attributes in one upsert instead of two. One local activity, one
-   * marker and one search-attribute update less per card purchase. Executions started without it replay as they ran.
-   */
-  leanCardPurchase?: boolean;
+  localCardChargeTimeoutMs?: number;
   /**
    * Patches (workflows/checkout-patches.ts) the execution has from its start: it never asks `patched` for them, so its
    * history holds no marker and no TemporalChangeVersion update for them (two events and a visibility write each).
-   * Executions started without it ask `patched` as they ran.
+   * Executions started without it ask `patched` as they ran. Accepted and ignored for the development-era names an
+   * API of an older build still sends: the launch baseline runs their paths unconditionally.
    */
   patchesInForce?: readonly string[];
 }
 
 /**
- * What every checkout started now opts into; executions started before replay with what their input said. A worker
- * must know an option before any API sends it (roll workers out first): one that does not runs the old path.
+ * The boolean input options every checkout started now opts into (and `patchesInForce` when a patch joins
+ * CHECKOUT_PATCHES_IN_FORCE). None at the launch baseline: the development-era options (`ticketsByMailer`,
+ * `stepsTakeTurns`, `leanCardPurchase`) are the checkout's only path, and an input that still carries them (an API of
+ * an older build) is read without them. With WORKER_VERSIONING, starters send only the options the current version
+ * publishes (config/worker-versioning.ts).
  */
-export const CHECKOUTS_STARTED_NOW = {
-  ticketsByMailer: true,
-  stepsTakeTurns: true,
-  leanCardPurchase: true,
-  patchesInForce: CHECKOUT_PATCHES_IN_FORCE,
-} as const satisfies Partial<CheckoutInput>;
+export const CHECKOUTS_STARTED_NOW = {} as const satisfies Partial<CheckoutInput>;
 
 /** A card charge's answer as the sale's payment history records it (the CARD attempt, one per gateway payment). */
 export function cardChargeAttempt(
@@ -323,6 +320,17 @@ export const checkPaymentSignal = defineSignal<[{ source: 'buyer' | 'reconciler'
  */
 export const saleStatusChangedSignal = defineSignal<[{ status: SaleStatus; source: string }]>('saleStatusChanged');
 
+/**
+ * An operator's "try that refused refund again" (scripts/operator.ts `refunds-refused retry`): the checkout parked a
+ * refund the gateway kept refusing (PaymentAttempt REFUND `refund_refused`) and gives it another round of tries.
+ * `providerPaymentId` names one parked refund; null retries every refund the execution holds parked.
+ */
+export const retryRefusedRefundSignal =
+  defineSignal<[{ providerPaymentId: string | null; operator: string }]>('retryRefusedRefund');
+
+/** Refusals in a row after which a refund is recorded `refund_refused` and parked for an operator. */
+export const REFUND_REFUSALS_BEFORE_PARKING = 5;
+
 export type ReleaseReason = 'buyer_release' | 'organizer_cancel';
 export interface ReleaseRequest {
   reason: ReleaseReason;
@@ -394,6 +402,8 @@ export const buyerSignInWorkflowId = (requestId: string): string => `buyer-sign-
 export interface BuyerSignInInput {
   email: string;
   codeTtlMs: number;
+  /** signInRequester of the asking client (a hash, never the address); absent in histories made before it existed. */
+  requestedBy?: string;
 }
 
 // ---------------------------------------------------------------- sales operations (cancel, refund, tickets, webhooks)
@@ -516,12 +526,6 @@ export interface WebhookDeliveryResult {
  * supersedes the live one of another.
  */
 export const purchaseSessionWorkflowId = (buyerId: string): string => `purchase-session/${buyerId}`;
-/**
- * Where a buyer's sessions lived while executions were keyed per workspace. Such executions still answer for the
- * sessions they opened until they end (an idle hour after their last session); nothing opens sessions there now.
- */
-export const legacyPurchaseSessionWorkflowId = (workspaceId: string, buyerId: string): string =>
-  `purchase-session/${workspaceId}/${buyerId}`;
 
 export interface PurchaseSessionInput {
   /** The workspace of the session the execution opened last (its WorkspaceId search attribute). */

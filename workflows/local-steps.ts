@@ -1,5 +1,13 @@
 /** Helpers for local activities shared by the workflows (workflow-safe: no I/O, only the workflow sandbox's APIs). */
-import { CancellationScope, isCancellation, log } from '@temporalio/workflow';
+import {
+  type ActivityOptions,
+  CancellationScope,
+  isCancellation,
+  log,
+  proxyActivities,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { providerTaskQueueOf } from './definitions.js';
 
 /** Retried without a cap with a short backoff: a database restart delays a step instead of failing the execution. */
 export const UNTIL_IT_WORKS = {
@@ -50,6 +58,22 @@ export function rerunWhenEvicted<T extends Steps>(steps: T): T {
             log.warn('a local step was cancelled by a cache eviction; running it again', { step: name });
           }
         }
+      };
+    },
+  });
+}
+
+/**
+ * Activities on the provider queue of the execution's own queue (see providerTaskQueueOf). The queue is resolved at
+ * call time: a module-level proxy cannot read the execution's task queue.
+ */
+export function onProviderQueue<T extends Steps>(options: ActivityOptions): T {
+  return new Proxy({} as T, {
+    get(_target, name: string) {
+      return (...args: never[]) => {
+        const steps = proxyActivities<T>({ ...options, taskQueue: providerTaskQueueOf(workflowInfo().taskQueue) });
+        const step = steps[name] as (...stepArgs: never[]) => Promise<unknown>;
+        return step(...args);
       };
     },
   });

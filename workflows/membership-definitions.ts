@@ -38,6 +38,11 @@ export interface MembershipDurations {
   paymentPollMs: number;
   /** First wait before re-reading a payment being refunded (doubling up to ten minutes). */
   refundCheckMs: number;
+  /**
+   * How long after a payment request closes unpaid the gateway is asked about it once more (a PSE transfer that
+   * settles just after the window, a notification lost). Absent in inputs of executions started before it existed.
+   */
+  lateAskDelayMs?: number;
 }
 
 export const DEFAULT_MEMBERSHIP_DURATIONS: MembershipDurations = {
@@ -47,7 +52,55 @@ export const DEFAULT_MEMBERSHIP_DURATIONS: MembershipDurations = {
   reminderIntervalMs: 2 * 24 * 60 * 60_000,
   paymentPollMs: 30_000,
   refundCheckMs: 5_000,
+  lateAskDelayMs: 10_000,
 };
+
+/** The MEMBERSHIP_* settings of config/env.ts that tests and demos use to run whole membership lives in seconds. */
+export interface MembershipDurationSettings {
+  NODE_ENV: string;
+  MEMBERSHIP_PERIOD_MS?: number | undefined;
+  MEMBERSHIP_SIGNUP_WINDOW_MS?: number | undefined;
+  MEMBERSHIP_RENEWAL_NOTICE_MS?: number | undefined;
+  MEMBERSHIP_REMINDER_INTERVAL_MS?: number | undefined;
+  MEMBERSHIP_PAYMENT_POLL_MS?: number | undefined;
+  MEMBERSHIP_LATE_ASK_MS?: number | undefined;
+}
+
+/**
+ * The production durations, with the MEMBERSHIP_* overrides applied outside production (tests and demos). The API
+ * and the reconciler start executions with the same durations.
+ */
+export function membershipDurations(env: MembershipDurationSettings): MembershipDurations {
+  const defaults = DEFAULT_MEMBERSHIP_DURATIONS;
+  if (env.NODE_ENV === 'production') return defaults;
+  return {
+    periodMs: env.MEMBERSHIP_PERIOD_MS ?? defaults.periodMs,
+    signupWindowMs: env.MEMBERSHIP_SIGNUP_WINDOW_MS ?? defaults.signupWindowMs,
+    renewalNoticeMs: env.MEMBERSHIP_RENEWAL_NOTICE_MS ?? defaults.renewalNoticeMs,
+    reminderIntervalMs: env.MEMBERSHIP_REMINDER_INTERVAL_MS ?? defaults.reminderIntervalMs,
+    paymentPollMs: env.MEMBERSHIP_PAYMENT_POLL_MS ?? defaults.paymentPollMs,
+    refundCheckMs: defaults.refundCheckMs,
+    // A test that shortens the poll shortens the last ask after a request closes with it.
+    lateAskDelayMs: env.MEMBERSHIP_LATE_ASK_MS ?? env.MEMBERSHIP_PAYMENT_POLL_MS ?? defaults.lateAskDelayMs,
+  };
+}
+
+/** The pull schedule of an open payment request doubles up to five minutes... */
+const FAST_PULL_MAX_MS = 5 * 60_000;
+/** ...and after it has been open this long, it is asked about every 30 to 60 minutes (a 7-day renewal window). */
+export const SLOW_PULL_AFTER_MS = 60 * 60_000;
+export const SLOW_PULL_MIN_MS = 30 * 60_000;
+export const SLOW_PULL_MAX_MS = 60 * 60_000;
+
+/**
+ * The wait before the next ask about an open payment request, `openForMs` after asking began: about 180 asks over a
+ * 7-day renewal window instead of the 2,000 a five-minute cap made.
+ */
+export function nextPullIntervalMs(currentMs: number, openForMs: number): number {
+  const doubled = currentMs * 2;
+  if (openForMs < SLOW_PULL_AFTER_MS) return Math.min(doubled, FAST_PULL_MAX_MS);
+  return Math.min(Math.max(doubled, SLOW_PULL_MIN_MS), SLOW_PULL_MAX_MS);
+}
 
 /**
  * `months` calendar months after `startMs`, in UTC; a day the target month lacks becomes its last day (31 January
@@ -81,12 +134,24 @@ export interface MembershipInput {
   buyerId: string;
   durations: MembershipDurations;
   /** Set when a run continues as new into the next period of this (ACTIVE) subscription. */
-  continued?: { subscriptionId: string };
+  continued?: { subscriptionId: string; owed?: MembershipOwed };
   /**
    * Started by a gateway notification after this buyer's execution had closed (signal-with-start): the run settles
    * the money it is told about (a payment that can pay nothing now is refunded) and ends.
    */
   settleLateMoney?: boolean;
+}
+
+/**
+ * What a run hands to the run it continues as new into, so nothing it owes is dropped: notifications whose payment
+ * could not be read yet, closed payment requests the gateway must still be asked about, refunds the gateway refused
+ * (parked until an operator retries them), and where the pull schedule of the open payment stands.
+ */
+export interface MembershipOwed {
+  notifications: MembershipPaymentNotification[];
+  closedReferences: string[];
+  refusedRefunds: Array<{ providerPaymentId: string; membershipPaymentId: string | null }>;
+  pullIntervalMs: number | null;
 }
 
 // ---------------------------------------------------------------- messages
@@ -140,6 +205,17 @@ export interface MembershipView {
 
 /** Cancels: a pending signup ends at once; an active membership keeps its access until the period ends. */
 export const cancelMembershipUpdate = defineUpdate<MembershipView, [MembershipCancelRequest]>('cancel');
+
+/**
+ * An operator asks again for refunds the gateway refused (`operator refunds-refused retry`): the parked execution
+ * tries each named one again (by membership payment id or provider payment id; neither = all it holds).
+ */
+export interface RetryRefusedRefundRequest {
+  membershipPaymentId?: string;
+  providerPaymentId?: string;
+}
+
+export const retryRefusedRefundSignal = defineSignal<[RetryRefusedRefundRequest]>('retryRefusedRefund');
 
 export type MembershipPhase = 'idle' | 'pending' | 'active' | 'ended' | 'settling';
 

@@ -13,4 +13,6 @@ export type OrganizerAccountEmailInput =
   /** A sign-up: a verification link for a new address, a sign-in pointer for an address that has an account. */
   | { kind: 'sign-up'; email: string; name: string; linkTtlMs: number; publicOrigin: string }
   /** A sign-in code for the web pages; nothing is sent to an address without an account. */
-  | { kind: 'sign-in'; email: string; codeTtlMs: number; publicOrigin: string };
+  | { kind: 'sign-in'; email: string; codeTtlMs: number; publicOrigin: string; requestedBy?: string }
+  /** A staff invitation (POST /staff): the single-use link the invited person accepts it with. */
+  | { kind: 'staff-invitation'; invitationId: string; publicOrigin: string };

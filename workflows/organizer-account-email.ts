@@ -7,8 +7,12 @@ const mail = proxyActivities<OrganizerAccountActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 6 },
 });
 
-/** Emails an organizer's sign-up link or sign-in code, retrying while the mail server is down for a few minutes. */
+/**
+ * Emails an organizer's sign-up link, sign-in code or staff invitation, retrying while the mail server is down for a
+ * few minutes. The staff-invitation branch is new; histories of the two older kinds take the same path as before.
+ */
 export async function organizerAccountEmail(input: OrganizerAccountEmailInput): Promise<void> {
   if (input.kind === 'sign-up') await mail.sendSignUpEmail(input);
+  else if (input.kind === 'staff-invitation') await mail.sendStaffInvitationEmail(input);
   else await mail.sendOrganizerSignInCode(input);
 }

@@ -29,7 +29,6 @@ import {
   condition,
   isCancellation,
   makeContinueAsNewFunc,
-  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -49,7 +48,6 @@ import {
   releasePurchaseSessionUpdate,
   SA,
 } from './definitions.js';
-import { purchaseSessionLegacy } from './purchase-session-legacy.js';
 
 /** Creating the token is what the buyer waits for; it is retried until the provider answers. */
 const seats = proxyActivities<SeatActivities>({
@@ -70,22 +68,9 @@ const REMEMBERED = 50;
 const DEFAULT_CONTINUE_AS_NEW_AFTER = 500;
 const EXPIRE_RETRY_FIRST_MS = 5_000;
 const EXPIRE_RETRY_MAX_MS = 5 * 60_000;
-/**
- * Executions recorded before it superseded only an ACTIVE previous session (an ORDERED one stayed usable for
- * payments) and kept the WorkspaceId they started with; they replay that way.
- */
-const PER_BUYER_PATCH = 'purchase-session-per-buyer';
-/**
- * Executions recorded before it kept a session ACTIVE (on its map clock) after a general-admission order, so its
- * clock could refuse the order's payment as EXPIRED; they replay that way.
- */
-const GENERAL_ADMISSION_ORDER_PATCH = 'purchase-session-ga-ordered';
-
 type Session = CarriedPurchaseSession;
 
 export async function purchaseSession(input: PurchaseSessionInput): Promise<void> {
-  // Executions recorded before this version replay the code they ran; see purchase-session-legacy.ts.
-  if (!patched('purchase-session-v2')) return purchaseSessionLegacy(input);
   return purchaseSessionWithCleanup(input);
 }
 
@@ -220,19 +205,14 @@ async function purchaseSessionWithCleanup(input: PurchaseSessionInput): Promise<
     touch();
     const token = await seats.createSessionHoldToken({ expiresInMinutes: request.expiresInMinutes });
     const previous = currentId ? sessions.get(currentId) : undefined;
-    if (patched(PER_BUYER_PATCH)) {
-      // Every session still in play is replaced, the one that already placed its order too (runs recorded before
-      // the patch may remember more than one ORDERED session).
-      for (const older of sessions.values()) {
-        if (older.state === 'ACTIVE' || older.state === 'ORDERED') older.state = 'SUPERSEDED';
-      }
-      if (request.workspaceId && request.workspaceId !== workspaceId) {
-        // Operators find the buyer's execution under the workspace of the live session.
-        workspaceId = request.workspaceId;
-        upsertSearchAttributes([{ key: SA.workspaceId, value: workspaceId }]);
-      }
-    } else if (previous && previous.state === 'ACTIVE') {
-      previous.state = 'SUPERSEDED';
+    // Every session still in play is replaced, the one that already placed its order too.
+    for (const older of sessions.values()) {
+      if (older.state === 'ACTIVE' || older.state === 'ORDERED') older.state = 'SUPERSEDED';
+    }
+    if (request.workspaceId && request.workspaceId !== workspaceId) {
+      // Operators find the buyer's execution under the workspace of the live session.
+      workspaceId = request.workspaceId;
+      upsertSearchAttributes([{ key: SA.workspaceId, value: workspaceId }]);
     }
     const session: Session = {
       id: request.sessionId,
@@ -293,7 +273,7 @@ async function purchaseSessionWithCleanup(input: PurchaseSessionInput): Promise<
     const session = sessions.get(request.sessionId);
     if (!session) return;
     session.busyUntilMs = 0;
-    if (request.ordered && request.holdTokenUsed === false && patched(GENERAL_ADMISSION_ORDER_PATCH)) {
+    if (request.ordered && request.holdTokenUsed === false) {
       // The session that created an order answers for its payment until a newer one supersedes it (contract 4.3):
       // ORDERED has no map clock, so the order's own reservation is what bounds the payment.
       if (session.state === 'ACTIVE') {

@@ -4,35 +4,50 @@
  * prepare (lock the sale; CONFIRMED; tickets stop admitting, used ones included)
  *   ─▶ no gateway payment (complimentary, box office): REFUNDED at once, the money (if any) returned by hand
  *   ─▶ refund at the gateway, retried with backoff and no attempt cap until the gateway confirms
- *        (gateway A: refund with idempotency key refund-<saleId>; gateway B: void)
+ *        (gateway A: refund with idempotency key refund-<saleId>; gateway B: void; a retry after a refusal, or an
+ *        operator's retry of a parked refund, under a key of its own: refund-<saleId>-r<retry>-a<ask>)
  *   ─▶ one transaction: REFUNDED, tickets INVALID, stock back, PaymentAttempt REFUND, outbox `sale.refunded`
  *
  * The workflow id is `refund/<saleId>`: a repeated request joins the running execution, and a request after it
  * finished finds the sale REFUNDED and sends nothing to the gateway. If the gateway refuses for good (a non-retryable
- * answer), the compensation makes the tickets valid again and the sale stays CONFIRMED.
+ * answer, such as a merchant balance too low to cover the refund) it is asked again a few times with backoff; after
+ * REFUND_REFUSALS_BEFORE_PARKING refusals in a row the refund is recorded `refund_refused` (metric, alert log,
+ * operator listing), the tickets are valid again, the sale stays CONFIRMED and the execution ends with the outcome
+ * `refund_refused`, which an event cancellation counts. An operator retries it (`operator refunds-refused retry`).
  */
 import {
   ActivityFailure,
   ApplicationFailure,
-  patched,
   proxyActivities,
   setHandler,
+  sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { SalesOpsActivities } from '../activities/sales-ops.js';
 import type { TicketOpsActivities } from '../activities/ticket-ops.js';
 import type { SaleStatus } from '../domain/sale-state.js';
-import { type RefundInput, type RefundPhase, type RefundResult, refundStatusQuery, SA } from './definitions.js';
+import {
+  REFUND_REFUSALS_BEFORE_PARKING,
+  type RefundInput,
+  type RefundPhase,
+  type RefundResult,
+  refundStatusQuery,
+  SA,
+} from './definitions.js';
+import { onProviderQueue } from './local-steps.js';
 
 const steps = proxyActivities<SalesOpsActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
 /** Money must go back: retried without a cap (exponential backoff up to 10 minutes) until the gateway confirms. */
-const gateway = proxyActivities<SalesOpsActivities>({
+const gateway = onProviderQueue<SalesOpsActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 minutes' },
 });
+
+/** Wait before asking a refusing gateway again, doubling: four waits of 5, 10, 20 and 40 s before parking. */
+const REFUSAL_RETRY_FIRST_MS = 5_000;
 
 /** The sale's paymentStatus after an offline refund (values prefixed FT_ are the service's own, contract part 2). */
 const OFFLINE_REFUND_STATUS = 'FT_REFUNDED_OFFLINE';
@@ -47,7 +62,7 @@ const mail = proxyActivities<TicketOpsActivities>({
  * refund changed nothing, so the start value stands.
  */
 function recordFinalStatus(status: SaleStatus): void {
-  if (patched('refund-final-sale-status')) upsertSearchAttributes([{ key: SA.saleStatus, value: status }]);
+  upsertSearchAttributes([{ key: SA.saleStatus, value: status }]);
 }
 
 /**
@@ -76,7 +91,9 @@ async function refundOffline(input: RefundInput): Promise<RefundResult> {
 
 export async function refund(input: RefundInput): Promise<RefundResult> {
   let phase: RefundPhase = 'checking';
-  setHandler(refundStatusQuery, () => ({ phase, gatewayAttempts: 0 }));
+  /** Calls to the gateway so far: every try of the refund activity, retries after an error included. */
+  let gatewayAttempts = 0;
+  setHandler(refundStatusQuery, () => ({ phase, gatewayAttempts }));
 
   const prepared = await steps.prepareRefund({ saleId: input.saleId, force: input.force, reason: input.reason });
   if (prepared.state === 'rejected') {
@@ -99,26 +116,45 @@ export async function refund(input: RefundInput): Promise<RefundResult> {
   if (prepared.state === 'offline') return refundOffline(input);
 
   phase = 'refunding_at_gateway';
-  let refunded: { status: string; refundId: string | null };
-  try {
-    refunded = await gateway.refundAtGateway({
-      saleId: input.saleId,
-      gateway: prepared.gateway,
-      paymentRef: prepared.paymentRef,
-      reference: prepared.reference,
-    });
-  } catch (error) {
-    const cause = error instanceof ActivityFailure && error.cause instanceof ApplicationFailure ? error.cause : null;
-    const message = cause?.message ?? (error instanceof Error ? error.message : String(error));
-    await steps.reinstateTicketsAfterFailedRefund({ saleId: input.saleId, message });
-    phase = 'failed';
-    recordFinalStatus('CONFIRMED');
-    return {
-      ok: false,
-      code: 'SALE_NOT_REFUNDABLE',
-      message: `The gateway refused the refund: ${message}`,
-      details: { reason: 'gateway_refused', gateway: prepared.gateway },
-    };
+  let refunded: { status: string; refundId: string | null; attempt?: number };
+  let refusals = 0;
+  let waitMs = REFUSAL_RETRY_FIRST_MS;
+  for (;;) {
+    try {
+      refunded = await gateway.refundAtGateway({
+        saleId: input.saleId,
+        gateway: prepared.gateway,
+        paymentRef: prepared.paymentRef,
+        reference: prepared.reference,
+        // A gateway replays a refused answer for a key it has seen: each ask, and each operator retry, has its own.
+        retry: prepared.retry ?? 0,
+        ask: refusals,
+      });
+      // Results recorded before the activity reported its try count were one call at least.
+      gatewayAttempts += refunded.attempt ?? 1;
+      break;
+    } catch (error) {
+      // A refusal ends the activity at its first answer: one call.
+      gatewayAttempts += 1;
+      const cause = error instanceof ActivityFailure && error.cause instanceof ApplicationFailure ? error.cause : null;
+      const message = cause?.message ?? (error instanceof Error ? error.message : String(error));
+      refusals += 1;
+      if (refusals < REFUND_REFUSALS_BEFORE_PARKING) {
+        // A refusal can lift (the merchant's balance is topped up): asked again a few times before an operator is.
+        await sleep(waitMs, { summary: 'ask the refusing gateway again' });
+        waitMs *= 2;
+        continue;
+      }
+      await steps.recordOrganizerRefundRefused({ saleId: input.saleId, message, refusals });
+      phase = 'failed';
+      recordFinalStatus('CONFIRMED');
+      return {
+        ok: false,
+        code: 'SALE_NOT_REFUNDABLE',
+        message: `The gateway refused the refund ${refusals} times: ${message}`,
+        details: { reason: 'refund_refused', gateway: prepared.gateway, refusals, gatewayAttempts },
+      };
+    }
   }
 
   phase = 'recording';

@@ -181,9 +181,14 @@ class SettlementRun {
 
   // ------------------------------------------------------------ helpers
 
-  /** One operator action at a time, each seeing the state the previous one left. */
+  /**
+   * One operator action at a time, each seeing the state the previous one left. The turn is taken before the first
+   * await: two updates delivered in one activation run validator, handler, validator, handler, so the second
+   * validator must already see the first one busy (with the wait first, both validators passed and both approved).
+   * The workflow's own requestPayment at the end of the objection window waits for its turn instead.
+   */
   private async operate(action: () => Promise<SettlementView>): Promise<SettlementView> {
-    await condition(() => !this.busy);
+    while (this.busy) await condition(() => !this.busy);
     this.busy = true;
     try {
       return await action();

@@ -8,7 +8,8 @@
  */
 import type { EntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { saleGateway } from '../../domain/gateways.js';
+import { AppError } from '../../domain/errors.js';
+import { gatewayAChargesIn, saleGateway } from '../../domain/gateways.js';
 import { isCurrencyCode, toMajorUnits } from '../../domain/money.js';
 import type { IEvent } from '../../entities/event.js';
 import { newId } from '../../entities/ids.js';
@@ -59,4 +60,26 @@ export async function openGatewayACardPayment(
     reference: sale.reference,
     payerEmail: sale.buyerEmail,
   };
+}
+
+/**
+ * Refuses a gateway A rail (card form, card charge, PSE) for a sale priced in a currency gateway A's merchant account
+ * does not charge in (GATEWAY_A_CURRENCIES): gateway A would charge the amount in its own currency. A sale in an
+ * accepted currency costs no query; one in another currency is refused only when it pays through gateway A (gateway B
+ * charges its own currencies).
+ */
+export async function assertGatewayAChargesSale(em: EntityManager, sale: ISale, acceptedCurrencies: string) {
+  if (gatewayAChargesIn(sale.currency, acceptedCurrencies)) return;
+  if (sale.paymentProvider === 'GATEWAY_B') return;
+  const found = await em.execute<{ event: EntityData<IEvent>; workspace: EntityData<IWorkspace> }[]>(
+    'select row_to_json(e) as event, row_to_json(w) as workspace from events e join workspaces w on w.id = ? where e.id = ?',
+    [sale.workspace, sale.event],
+  );
+  const row = found[0];
+  if (row && saleGateway(em.map(Event, row.event), em.map(Workspace, row.workspace)) !== 'GATEWAY_A') return;
+  throw new AppError(
+    'PAYMENT_UNAVAILABLE',
+    `This sale is priced in ${sale.currency}, which the card and PSE gateway does not charge in`,
+    { details: { reason: 'currency_not_supported', currency: sale.currency } },
+  );
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type Client, WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import { soldOutWithoutCommit } from '../../activities/reservation.js';
+import { checkoutStartOptions } from '../../config/worker-versioning.js';
 import { workflowRefusal } from '../../config/workflow-refusals.js';
 import { AppError, type ErrorCode } from '../../domain/errors.js';
 import { newId } from '../../entities/ids.js';
@@ -9,7 +10,6 @@ import { firstSoldOutType } from '../../entities/stock.js';
 import { apiSaleMetrics } from '../../observability/metrics.js';
 import type { checkout } from '../../workflows/checkout.js';
 import {
-  CHECKOUTS_STARTED_NOW,
   checkoutWorkflowId,
   DATABASE_REJECTED_FAILURE,
   type ReservedSale,
@@ -20,8 +20,9 @@ import {
   reserveUpdate,
 } from '../../workflows/definitions.js';
 import type { IdempotencyKey } from '../plugins/idempotency.js';
+import { checkoutPriority } from '../services/task-fairness.js';
 import type { ApiServices } from '../services.js';
-import { refusalError } from './workflow-refusals.js';
+import { lostUpdateError, refusalError } from './workflow-refusals.js';
 
 const REJECTION_CODES: Record<ReserveRejection['code'], ErrorCode> = {
   NOT_FOUND: 'NOT_FOUND',
@@ -168,14 +169,26 @@ export async function reserveThroughCheckout(
     const soldOut = await soldOutWithoutCheckout(services, fullRequest);
     if (soldOut) throw rejectionError(soldOut, services.env.PUBLIC_ORIGIN);
   }
+  // What the version that will run it knows (config/worker-versioning.ts): never an option its worker does not.
+  const startOptions = await checkoutStartOptions(client, services.env);
   for (;;) {
     const earlier = keyed ? await saleMadeWithKey(services, key, owner) : null;
     if (earlier) return earlier;
     const start = new WithStartWorkflowOperation<typeof checkout>('checkout', {
       workflowId: checkoutWorkflowId(saleId),
       taskQueue: services.env.TEMPORAL_TASK_QUEUE,
-      args: [{ saleId, latePaymentGraceMs: services.env.LATE_PAYMENT_GRACE_MS, ...CHECKOUTS_STARTED_NOW }],
+      args: [
+        {
+          saleId,
+          latePaymentGraceMs: services.env.LATE_PAYMENT_GRACE_MS,
+          ...startOptions,
+          // A version that does not know the option charges on the task queue anyway: it only ever turns that on.
+          ...(services.env.CARD_CHARGE_LOCAL ? {} : { cardChargeOnTaskQueue: true }),
+        },
+      ],
       workflowIdConflictPolicy: keyed ? 'USE_EXISTING' : 'FAIL',
+      // Its tasks are dispatched in turn with those of checkouts begun earlier, never behind all of them.
+      ...(services.env.CHECKOUT_FAIRNESS_KEYS ? { priority: checkoutPriority(Date.now()) } : {}),
     });
     try {
       const result = await client.workflow.executeUpdateWithStart(reserveUpdate, {
@@ -185,6 +198,11 @@ export async function reserveThroughCheckout(
       if (!result.ok) throw rejectionError(result, services.env.PUBLIC_ORIGIN);
       return result;
     } catch (error) {
+      const lost = lostUpdateError(
+        error,
+        'The reservation got no answer in time; retry with the same Idempotency-Key to get the sale it made, if any',
+      );
+      if (lost) throw lost;
       if (!(error instanceof WorkflowUpdateFailedError)) throw error;
       const joinedAnother = keyed && workflowRefusal(error)?.code === 'INVALID_STATE';
       if (!joinedAnother) throw reservationFailure(error);

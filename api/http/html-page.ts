@@ -1,4 +1,4 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { escapeHtml } from '../../domain/html.js';
 
 /** Small server-rendered pages on the API origin (device verification, sign-up link): no script, no third party. */
@@ -38,4 +38,13 @@ export function sendPage(reply: FastifyReply, status: number, html: string): Fas
       'x-content-type-options': 'nosniff',
     })
     .send(html);
+}
+
+/**
+ * Whether a form was posted from a page on another site (its Origin is not ours). Such a post is refused even when it
+ * carries a valid token: a foreign page must not act for this browser's person (login CSRF, accepting on their behalf).
+ */
+export function postedFromAnotherSite(request: FastifyRequest, publicOrigin: string): boolean {
+  const origin = request.headers.origin;
+  return origin !== undefined && origin !== new URL(publicOrigin).origin;
 }

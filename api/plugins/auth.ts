@@ -13,8 +13,11 @@ export interface WorkspaceAccess {
   name: string;
   slug: string;
   role: Role;
+  /** null: every section; []: access expired or was revoked (contract: Current user). */
   sections: string[] | null;
   accessExpiresAt: Date | null;
+  /** Revoked by DELETE /staff: kept so the user is told ACCESS_EXPIRED there, never chosen for them by default. */
+  revoked: boolean;
 }
 
 /** Who is calling the organizer API, resolved from the API key on every request (contract 5.1–5.5). */
@@ -48,8 +51,10 @@ function readPresentedKey(request: FastifyRequest): string | undefined {
   return typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined;
 }
 
+/** Every workspace the user was given, the live ones first; a revoked one keeps its row with `sections: []`. */
 async function loadWorkspaces(em: EntityManager, userId: string): Promise<WorkspaceAccess[]> {
-  const members = await em.find(WorkspaceMember, { user: userId, revokedAt: null }, { orderBy: { createdAt: 'asc' } });
+  const found = await em.find(WorkspaceMember, { user: userId }, { orderBy: { createdAt: 'asc' } });
+  const members = [...found.filter((m) => !m.revokedAt), ...found.filter((m) => m.revokedAt)];
   if (members.length === 0) return [];
   const workspaces = await em.find(Workspace, { id: { $in: members.map((m) => m.workspace) } });
   const byId = new Map(workspaces.map((w) => [w.id, w]));
@@ -62,8 +67,9 @@ async function loadWorkspaces(em: EntityManager, userId: string): Promise<Worksp
             name: workspace.name,
             slug: workspace.slug,
             role: m.role,
-            sections: m.sections ?? null,
+            sections: m.revokedAt ? [] : (m.sections ?? null),
             accessExpiresAt: m.accessExpiresAt ?? null,
+            revoked: Boolean(m.revokedAt),
           },
         ]
       : [];
@@ -83,11 +89,21 @@ function selectWorkspace(
   defaultWorkspaceId: string | null,
   preferKeyWorkspace: boolean,
 ): WorkspaceAccess | null {
-  const byId = (id: string | null) => (id === null ? undefined : workspaces.find((w) => w.workspaceId === id));
+  // A revoked workspace is chosen only when asked for by name (to be told ACCESS_EXPIRED) or when nothing else is left.
+  const live = workspaces.filter((w) => !w.revoked);
+  const within = (list: WorkspaceAccess[], id: string | null) =>
+    id === null ? undefined : list.find((w) => w.workspaceId === id);
   const [first, second] = preferKeyWorkspace
     ? [keyWorkspaceId, defaultWorkspaceId]
     : [defaultWorkspaceId, keyWorkspaceId];
-  const fallback = byId(first) ?? byId(second) ?? workspaces[0] ?? null;
+  const fallback =
+    within(live, first) ??
+    within(live, second) ??
+    live[0] ??
+    within(workspaces, first) ??
+    within(workspaces, second) ??
+    workspaces[0] ??
+    null;
   const header = request.headers['x-workspace-id'];
   const requested = typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined;
   if (requested !== undefined) {
@@ -98,18 +114,18 @@ function selectWorkspace(
       message: `X-Workspace-Id ${requested.slice(0, 64)} is not a workspace this key can reach; the default workspace was used`,
       field: 'X-Workspace-Id',
       ...(fallback ? { activeWorkspaceId: fallback.workspaceId, activeWorkspaceName: fallback.name } : {}),
-      accessibleWorkspaces: workspaces.length,
+      accessibleWorkspaces: live.length,
     });
     return fallback;
   }
-  if (fallback && workspaces.length > 1) {
+  if (fallback && live.length > 1) {
     request.warnings.push({
       code: 'WORKSPACE_IMPLICIT',
-      message: `No X-Workspace-Id was sent and this key reaches ${workspaces.length} workspaces; ${fallback.name} was used`,
+      message: `No X-Workspace-Id was sent and this key reaches ${live.length} workspaces; ${fallback.name} was used`,
       field: 'X-Workspace-Id',
       activeWorkspaceId: fallback.workspaceId,
       activeWorkspaceName: fallback.name,
-      accessibleWorkspaces: workspaces.length,
+      accessibleWorkspaces: live.length,
     });
   }
   return fallback;
@@ -176,7 +192,8 @@ export async function authenticateOrganizer(
   const workspaces = await loadWorkspaces(em, user.id);
   const active = selectWorkspace(
     request,
-    workspaces,
+    // A key on the customer routes pins the workspace its buyer calls are for: never one its user was revoked from.
+    options.preferKeyWorkspace === true ? workspaces.filter((w) => !w.revoked) : workspaces,
     key.workspace,
     user.defaultWorkspaceId ?? null,
     options.preferKeyWorkspace === true,

@@ -8,15 +8,33 @@ const LINE_FEED = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
 
 /**
- * A C0 control (U+0000–U+001F), NUL included: PostgreSQL refuses NUL in text, and none belongs in a name or an id.
- * Free text may keep tab and line breaks.
+ * Characters that change how the text around them reads without showing themselves: DEL and the C1 controls
+ * (U+007F–U+009F), and the bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069), with
+ * which a name on a ticket, an email or a CSV cell can display reversed ("Trojan source"). None belongs anywhere.
  */
-function hasControlCharacter(value: string, allowLineBreaks: boolean): boolean {
+const isInvisibleControl = (code: number): boolean =>
+  (code >= 0x7f && code <= 0x9f) || (code >= 0x202a && code <= 0x202e) || (code >= 0x2066 && code <= 0x2069);
+
+/**
+ * Zero-width characters (U+200B–U+200D, U+2060, U+FEFF): two names that look the same compare different, so a
+ * slug, a name or an email can impersonate another. Prose may need them (a zero-width joiner in emoji or in
+ * Persian and Indic scripts), so they are refused only in single-line fields.
+ */
+const isZeroWidth = (code: number): boolean => (code >= 0x200b && code <= 0x200d) || code === 0x2060 || code === 0xfeff;
+
+/**
+ * A C0 control (U+0000–U+001F), NUL included: PostgreSQL refuses NUL in text, and none belongs in a name or an id;
+ * or an invisible control (above). Free text may keep tab, line breaks and zero-width characters.
+ */
+function hasControlCharacter(value: string, freeText: boolean): boolean {
   for (let index = 0; index < value.length; index += 1) {
     const code = value.charCodeAt(index);
-    if (code >= 0x20) continue;
-    if (allowLineBreaks && (code === TAB || code === LINE_FEED || code === CARRIAGE_RETURN)) continue;
-    return true;
+    if (code < 0x20) {
+      if (freeText && (code === TAB || code === LINE_FEED || code === CARRIAGE_RETURN)) continue;
+      return true;
+    }
+    if (code < 0x7f) continue;
+    if (isInvisibleControl(code) || (!freeText && isZeroWidth(code))) return true;
   }
   return false;
 }
@@ -56,8 +74,8 @@ function collectProblems(
       problems.push({
         field: path.join('.'),
         message: freeText
-          ? 'must not contain control characters other than tab and line breaks'
-          : 'must not contain control characters',
+          ? 'must not contain control characters (C0 other than tab and line breaks, DEL, C1, bidi overrides)'
+          : 'must not contain control, bidi override or zero-width characters',
       });
     }
     return;
@@ -82,7 +100,8 @@ function collectProblems(
 
 /**
  * One rule for every route: a string anywhere in a request body, query string or path parameter that carries a C0
- * control character is refused with 422 before validation. A NUL byte would otherwise reach PostgreSQL, which refuses
+ * control character (or DEL, a C1 control, a bidi override, or in a single-line field a zero-width character) is
+ * refused with 422 before validation. A NUL byte would otherwise reach PostgreSQL, which refuses
  * it on every retry of the step that writes it (a buyer waited a minute for a 503); other controls corrupt what
  * organizers and buyers read back (names on tickets, CSV exports, emails).
  */

@@ -29,6 +29,37 @@ declare module 'fastify' {
     /** Set on a POST that carried a valid `Idempotency-Key`; routes derive business ids (a sale id) from it. */
     idempotencyKey: IdempotencyKey | null;
   }
+  interface FastifyContextConfig {
+    /**
+     * Where the response carries a credential shown once (`data.key` of a minted API key, `access_token` of a device
+     * grant): never kept in the replay record, so a replay within the key's 24 hours answers without it.
+     */
+    credentialFields?: readonly string[];
+  }
+}
+
+/** The warning a replay carries when the first response held a credential it does not repeat. */
+const CREDENTIAL_WITHHELD = {
+  code: 'CREDENTIAL_NOT_REPLAYED',
+  message:
+    'The first response to this Idempotency-Key carried a credential shown only once; a replay does not repeat it. ' +
+    'If it was lost, revoke it and create another.',
+};
+
+/** The body with each credential path set to null (paths are dot-separated object keys). */
+function withoutCredentials(body: unknown, paths: readonly string[]): unknown {
+  if (typeof body !== 'object' || body === null) return body;
+  const copy: unknown = structuredClone(body);
+  for (const path of paths) {
+    const keys = path.split('.');
+    const last = keys.pop();
+    let node: unknown = copy;
+    for (const key of keys) node = typeof node === 'object' && node !== null ? Reflect.get(node, key) : undefined;
+    if (last !== undefined && typeof node === 'object' && node !== null && Reflect.has(node, last)) {
+      Reflect.set(node, last, null);
+    }
+  }
+  return copy;
 }
 
 /**
@@ -134,18 +165,31 @@ export const idempotencyPlugin = fp(
       return null;
     }
 
-    // Stored responses can hold credentials shown once (an API key, a buyer session token): sealed at rest with
-    // the secrets key, as every other secret is, and opened only to replay them to the same principal.
+    // Stored responses are sealed at rest with the secrets key, as every other secret is, and opened only to replay
+    // them to the same principal. Credentials a route marks (config.credentialFields) are not stored at all.
     const seal = (body: unknown): string => encryptSecret(JSON.stringify(body), services.env.SECRETS_ENCRYPTION_KEY);
     const unseal = (stored: unknown): string =>
       typeof stored === 'string' ? decryptSecret(stored, services.env.SECRETS_ENCRYPTION_KEY) : JSON.stringify(stored);
 
-    function replay(reply: FastifyReply, record: StoredRecord): FastifyReply {
+    function replay(request: FastifyRequest, reply: FastifyReply, record: StoredRecord): FastifyReply {
+      const withheld = request.routeOptions.config.credentialFields ?? [];
+      let body = unseal(record.response_body);
+      if (withheld.length > 0) {
+        const parsed: unknown = JSON.parse(body);
+        if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) {
+          const warnings: unknown = Reflect.get(parsed, 'warnings');
+          body = JSON.stringify({
+            ...parsed,
+            warnings: [...(Array.isArray(warnings) ? warnings : []), CREDENTIAL_WITHHELD],
+          });
+        }
+        reply.header('idempotent-credential-withheld', withheld.join(', '));
+      }
       return reply
         .status(record.response_status ?? 200)
         .header('idempotent-replayed', 'true')
         .header('content-type', 'application/json; charset=utf-8')
-        .send(unseal(record.response_body));
+        .send(body);
     }
 
     app.addHook('preHandler', async (request, reply) => {
@@ -183,7 +227,7 @@ export const idempotencyPlugin = fp(
           },
         );
       }
-      return replay(reply, finished);
+      return replay(request, reply, finished);
     });
 
     app.addHook('onSend', async (request, reply, payload) => {
@@ -202,9 +246,12 @@ export const idempotencyPlugin = fp(
           body = payload;
         }
       }
+      // A credential shown once is never written to the record: a replay answers without it (see replay).
+      const credentialFields = request.routeOptions.config.credentialFields ?? [];
+      const kept = credentialFields.length > 0 ? withoutCredentials(body, credentialFields) : body;
       await db().execute(
         `update idempotency_records set state = 'completed', response_status = ?, response_body = ? where id = ?`,
-        [reply.statusCode, JSON.stringify(seal(body)), claimed.recordId],
+        [reply.statusCode, JSON.stringify(seal(kept)), claimed.recordId],
       );
       return payload;
     });

@@ -7,6 +7,7 @@ import {
   TIMESTAMP_HEADER,
 } from '../../domain/webhook-signature.js';
 import { BUYER_SESSION_COOKIE } from './customer-auth.js';
+import { withRequestExample } from './openapi-examples.js';
 
 /**
  * What every operation of the contract shares, added to the generated OpenAPI documents in one place instead of on
@@ -434,6 +435,7 @@ export function withContractDocs<T extends JsonObject>(document: T, surface: Sur
       ) {
         continue;
       }
+      withRequestExample(surface, method, path, operation);
       operation.responses = operation.responses ?? {};
       const responses = operation.responses;
       for (const [status, response] of Object.entries(responses)) {

@@ -32,6 +32,13 @@ declare module 'fastify' {
   interface FastifyInstance {
     rateLimits: RateLimiterSet;
   }
+  interface FastifyContextConfig {
+    /**
+     * Counted per waiting-room turn token by the route itself, not per address (config/rate-limits.ts queueStanding):
+     * the route must still count what it cannot tie to a turn against publicApi (see enforcePublicLimit).
+     */
+    limitedPerTurn?: boolean;
+  }
 }
 
 /** One key's fixed window as this process knows it. */
@@ -269,6 +276,11 @@ export const rateLimitersPlugin = fp(
   { name: 'rate-limiters' },
 );
 
+/** The per-address public limit, for a `limitedPerTurn` route's requests that present no known turn. */
+export function enforcePublicLimit(app: FastifyInstance, ip: string, reply: FastifyReply): Promise<RateLimitResult> {
+  return enforceNamedLimit(app, 'publicApi', rateLimitClientKey(ip), reply);
+}
+
 /**
  * Strict per-IP limit for every route of the scope it is registered in (the public storefront, contract 4.18 and 8):
  * over the limit the request gets 429 RATE_LIMITED with Retry-After, and every response carries
@@ -277,6 +289,7 @@ export const rateLimitersPlugin = fp(
 export const publicRateLimitPlugin = fp(
   async (app: FastifyInstance) => {
     app.addHook('onRequest', async (request, reply) => {
+      if (request.routeOptions.config?.limitedPerTurn) return;
       await enforceNamedLimit(app, 'publicApi', rateLimitClientKey(request.ip), reply);
     });
   },

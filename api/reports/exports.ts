@@ -3,17 +3,26 @@
  * CSV (`Accept: text/csv` or `format=csv`). Rows come from a database cursor and are written as they arrive, so an
  * export never sits whole in memory. At most EXPORT_ROW_LIMIT rows go out; when the filter matches more, the
  * response says so before the first row (headers `X-Export-Truncated: true`, `X-Export-Row-Limit`) and, in JSON,
- * `page.hasMore: true` with an EXPORT_TRUNCATED warning.
+ * `page.hasMore: true` with an EXPORT_TRUNCATED warning. A truncated export also gives the cursor of its last row
+ * (`page.nextCursor`, and the `X-Export-Next-Cursor` header for CSV): the same request with `cursor=<it>` answers the
+ * next rows, so a large export is read in parts of at most EXPORT_ROW_LIMIT rows (contract part 2, list envelope).
  */
 import { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
+import { AppError } from '../../domain/errors.js';
 import { SALE_STATUSES, TICKET_STATUSES } from '../../domain/sale-state.js';
 import type { Warning } from '../http/envelope.js';
 import { CSV_BOM, type CsvValue, csvLine } from './csv.js';
 import { BooleanParam, checkRange, EXPORT_ROW_LIMIT, Id, RANGE_SHAPE, type Scope, saleConditions } from './filters.js';
 import { run } from './queries.js';
-import { joinSql, type Sql, sql } from './sql.js';
+import { joinSql, raw, type Sql, sql } from './sql.js';
+
+export const ExportCursorParam = z
+  .string()
+  .max(600)
+  .optional()
+  .meta({ description: 'page.nextCursor (or X-Export-Next-Cursor) of a truncated export: the rows after it' });
 
 export const FormatParam = z
   .enum(['json', 'csv'])
@@ -36,8 +45,43 @@ export interface ExportSource {
   /** File name stem of the CSV. */
   name: string;
   columns: ReadonlyArray<readonly [string, Kind]>;
-  /** Returns at most `limit` rows. */
-  query(limit: number): Sql;
+  /**
+   * Returns at most `limit` rows in the export's order, only those after `after` (a value of `cursorColumn`) when
+   * given. Each row carries `cursorColumn`, unique and in the order of the rows, so a cursor resumes exactly.
+   */
+  query(limit: number, after: string | null): Sql;
+  /** The alias of the row's position key in the query (not an output column unless listed in `columns`). */
+  cursorColumn: string;
+  /** The direction of `cursorColumn` in the rows' order. */
+  cursorOrder: 'asc' | 'desc';
+}
+
+/** An export cursor names its export, so one export's cursor is never read as another's position. */
+export function encodeExportCursor(source: string, after: string): string {
+  return Buffer.from(JSON.stringify({ v: 1, export: source, after }), 'utf8').toString('base64url');
+}
+
+/** The position a cursor of this export names; a cursor this export did not give is a 422. */
+export function decodeExportCursor(source: string, cursor: string | undefined): string | null {
+  if (cursor === undefined || cursor === '') return null;
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (
+      typeof parsed === 'object' &&
+      parsed !== null &&
+      'export' in parsed &&
+      parsed.export === source &&
+      'after' in parsed &&
+      typeof parsed.after === 'string'
+    ) {
+      return parsed.after;
+    }
+  } catch {
+    // the validation error below
+  }
+  throw new AppError('VALIDATION_FAILED', 'cursor is not a cursor returned by this export', {
+    details: { fields: [{ field: 'cursor', message: 'invalid cursor' }] },
+  });
 }
 
 const convert = (kind: Kind, value: unknown): string | number | boolean | null => {
@@ -56,6 +100,8 @@ function shape(source: ExportSource, row: Record<string, unknown>): Record<strin
 
 export interface PreparedExport {
   truncated: boolean;
+  /** The cursor of the last row sent when more rows match (the next part's `cursor`), else null. */
+  nextCursor: string | null;
   contentType: string;
   fileName: string | null;
   body: Readable;
@@ -71,11 +117,21 @@ export async function prepareExport(
   source: ExportSource,
   format: ExportFormat,
   warnings: Warning[],
+  cursor?: string,
 ): Promise<PreparedExport> {
-  const probe = source.query(EXPORT_ROW_LIMIT + 1);
-  const [counted] = await run<{ n: string | number }>(em, sql`select count(*) as n from (${probe}) probe`);
-  const truncated = Number(counted?.n ?? 0) > EXPORT_ROW_LIMIT;
-  const query = source.query(EXPORT_ROW_LIMIT);
+  const after = decodeExportCursor(source.name, cursor);
+  const probe = source.query(EXPORT_ROW_LIMIT + 1, after);
+  // One statement: how many rows match (up to the limit + 1) and the position of the last row that goes out.
+  const key = raw(`"${source.cursorColumn}"`);
+  const order = raw(source.cursorOrder);
+  const [last] = await run<{ n: string | number; position: unknown }>(
+    em,
+    sql`select count(*) over () as n, probe.${key}::text as position
+          from (${probe}) probe order by probe.${key} ${order} offset ${EXPORT_ROW_LIMIT - 1} limit 1`,
+  );
+  const truncated = Number(last?.n ?? 0) > EXPORT_ROW_LIMIT;
+  const nextCursor = truncated && last ? encodeExportCursor(source.name, String(last.position)) : null;
+  const query = source.query(EXPORT_ROW_LIMIT, after);
   const rows = em
     .getConnection()
     .stream<Record<string, unknown>>(query.text, [...query.params], undefined, undefined, 500);
@@ -101,15 +157,16 @@ export async function prepareExport(
           ...warnings,
           {
             code: 'EXPORT_TRUNCATED',
-            message: `Only the first ${EXPORT_ROW_LIMIT} rows are exported; narrow the filters to get the rest`,
+            message: `Only the first ${EXPORT_ROW_LIMIT} rows are exported; send page.nextCursor as cursor for the next ones, or narrow the filters`,
           },
         ]
       : warnings;
-    yield `],"page":${JSON.stringify({ nextCursor: null, hasMore: truncated })}${all.length ? `,"warnings":${JSON.stringify(all)}` : ''}}`;
+    yield `],"page":${JSON.stringify({ nextCursor, hasMore: truncated })}${all.length ? `,"warnings":${JSON.stringify(all)}` : ''}}`;
   }
 
   return {
     truncated,
+    nextCursor,
     contentType: format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8',
     fileName: format === 'csv' ? `${source.name}.csv` : null,
     body: Readable.from(format === 'csv' ? csv() : json(), { objectMode: false }),
@@ -125,6 +182,7 @@ export const AttendeesQuery = z.object({
   checkedIn: BooleanParam.optional().meta({ description: 'true: only tickets scanned at the door; false: not yet' }),
   status: z.enum(TICKET_STATUSES).optional(),
   format: FormatParam,
+  cursor: ExportCursorParam,
 });
 export type AttendeesFilters = z.infer<typeof AttendeesQuery>;
 
@@ -167,8 +225,10 @@ export function attendeesSource(scope: Scope, filters: AttendeesFilters): Export
   return {
     name: 'attendees',
     columns: ATTENDEE_COLUMNS,
-    query: (limit) => sql`
-      select t.code as "ticketCode", t.status as "status", (t.status = 'VALID' and s.status = 'CONFIRMED') as "valid",
+    cursorColumn: 'position',
+    cursorOrder: 'asc',
+    query: (limit, after) => sql`
+      select t.id as "position", t.code as "ticketCode", t.status as "status", (t.status = 'VALID' and s.status = 'CONFIRMED') as "valid",
              s.status as "saleStatus", t.event_id as "eventId", e.name as "eventName", t.event_date_id as "eventDateId",
              d.starts_at as "startsAt", t.ticket_type_id as "ticketTypeId", tt.name as "ticketTypeName",
              t.seat_label as "seatLabel", t.checked_in_at as "checkedInAt", s.reference as "saleReference",
@@ -179,7 +239,7 @@ export function attendeesSource(scope: Scope, filters: AttendeesFilters): Export
         join events e on e.id = t.event_id
         join event_dates d on d.id = t.event_date_id
         join ticket_types tt on tt.id = t.ticket_type_id
-       where ${where}
+       where ${where}${after === null ? sql`` : sql` and t.id > ${after}`}
        order by t.id
        limit ${limit}`,
   };
@@ -192,6 +252,7 @@ export const BuyersQuery = z
     ...RANGE_SHAPE,
     status: z.enum(SALE_STATUSES).default('CONFIRMED').meta({ description: 'sales counted; CONFIRMED by default' }),
     format: FormatParam,
+    cursor: ExportCursorParam,
   })
   .superRefine(checkRange);
 export type BuyersFilters = z.infer<typeof BuyersQuery>;
@@ -213,7 +274,9 @@ export function buyersSource(scope: Scope, filters: BuyersFilters): ExportSource
   return {
     name: 'buyers',
     columns: BUYER_COLUMNS,
-    query: (limit) => sql`
+    cursorColumn: 'email',
+    cursorOrder: 'asc',
+    query: (limit, after) => sql`
       with units as (
         select i.sale_id, sum(i.quantity) as quantity from sale_items i join sales s on s.id = i.sale_id
          where ${where} group by i.sale_id)
@@ -223,7 +286,7 @@ export function buyersSource(scope: Scope, filters: BuyersFilters): ExportSource
              count(*) as "sales", coalesce(sum(u.quantity), 0) as "tickets", sum(s.total) as "totalSpent",
              min(s.created_at) as "firstPurchaseAt", max(s.created_at) as "lastPurchaseAt"
         from sales s left join units u on u.sale_id = s.id
-       where ${where}
+       where ${where}${after === null ? sql`` : sql` and lower(s.buyer_email) > ${after}`}
        group by lower(s.buyer_email)
        order by lower(s.buyer_email)
        limit ${limit}`,
@@ -232,7 +295,7 @@ export function buyersSource(scope: Scope, filters: BuyersFilters): ExportSource
 
 // ------------------------------------------------------------------------------------------------ subscribers
 
-export const SubscribersQuery = z.object({ format: FormatParam });
+export const SubscribersQuery = z.object({ format: FormatParam, cursor: ExportCursorParam });
 
 /** ExportSubscriber (contract part 2): since = first activation (signup time while unpaid), expiresAt = period end. */
 export const SUBSCRIBER_COLUMNS = [
@@ -248,13 +311,15 @@ export function subscribersSource(scope: Scope): ExportSource {
   return {
     name: 'subscribers',
     columns: SUBSCRIBER_COLUMNS,
-    query: (limit) => sql`
-      select coalesce(b.name, b.email) as "name", b.email as "email", p.name as "plan", m.status as "status",
+    cursorColumn: 'position',
+    cursorOrder: 'asc',
+    query: (limit, after) => sql`
+      select m.id as "position", coalesce(b.name, b.email) as "name", b.email as "email", p.name as "plan", m.status as "status",
              coalesce(m.activated_at, m.created_at) as "since", m.current_period_end as "expiresAt"
         from membership_subscriptions m
         join buyers b on b.id = m.buyer_id
         join membership_plans p on p.id = m.plan_id
-       where m.workspace_id = ${scope.workspaceId}
+       where m.workspace_id = ${scope.workspaceId}${after === null ? sql`` : sql` and m.id > ${after}`}
        order by m.id
        limit ${limit}`,
   };

@@ -40,10 +40,10 @@ export const RANGE_SHAPE = {
   to: Day.optional().meta({ description: 'last day included (YYYY-MM-DD, workspace time zone)' }),
 };
 
+export const SalesReportShape = { ...RANGE_SHAPE, status: z.enum(SALE_STATUSES).optional() };
+
 /** Sales reports: the range applies to when the sale was made (created_at, as GET /sales does). */
-export const SalesReportQuery = z
-  .object({ ...RANGE_SHAPE, status: z.enum(SALE_STATUSES).optional() })
-  .superRefine(checkRange);
+export const SalesReportQuery = z.object(SalesReportShape).superRefine(checkRange);
 export type SalesReportFilters = z.infer<typeof SalesReportQuery>;
 
 /** Reports per event date (inventory, financials): the range selects dates by when they start. */

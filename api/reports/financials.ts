@@ -9,7 +9,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { IVA_BPS } from '../../domain/pricing.js';
 import { GATEWAY_COSTS } from '../../domain/settlement.js';
 import { type DateReportFilters, dateConditions, type Scope } from './filters.js';
-import { run } from './queries.js';
+import { type KeysetPage, keysetClauses } from './paging.js';
+import { type Positioned, run } from './queries.js';
 import { joinSql, type Sql, sql } from './sql.js';
 
 /** round½↑(amount × bps / 10 000) for a non-negative integer column, in SQL. */
@@ -56,14 +57,23 @@ export async function financials(
   em: EntityManager,
   scope: Scope,
   filters: DateReportFilters,
-): Promise<FinancialsRow[]> {
+  page?: KeysetPage,
+): Promise<Array<Positioned<FinancialsRow>>> {
   const dates = dateConditions(scope, filters);
+  const keyset = keysetClauses(
+    [
+      { column: 'd.starts_at', type: 'timestamptz' },
+      { column: 'd.id', type: 'uuid' },
+    ],
+    page,
+  );
   const confirmed = sql`s.workspace_id = ${scope.workspaceId} and s.status = 'CONFIRMED' and ${dates}`;
   const rows = await run<{
     event_id: string;
     event_name: string;
     event_date_id: string;
     starts_at: Date;
+    starts_at_key: string;
     currency: string | null;
     sales_count: Numeric;
     units: Numeric;
@@ -94,11 +104,12 @@ export async function financials(
             from sale_items i join sales s on s.id = i.sale_id join event_dates d on d.id = s.event_date_id
            where ${confirmed} group by s.event_date_id)
         -- agg.* first: a date without sales has a null agg.event_date_id, which must not shadow d.id.
-        select agg.*, units.units, d.id as event_date_id, d.starts_at, e.id as event_id, e.name as event_name
+        select agg.*, units.units, d.id as event_date_id, d.starts_at, d.starts_at::text as starts_at_key,
+               e.id as event_id, e.name as event_name
           from event_dates d join events e on e.id = d.event_id
           left join agg on agg.event_date_id = d.id left join units on units.event_date_id = d.id
-         where ${dates} and (d.deleted_at is null or agg.event_date_id is not null)
-         order by d.starts_at, d.id`,
+         where ${dates} and (d.deleted_at is null or agg.event_date_id is not null)${keyset.after}
+         order by d.starts_at, d.id${keyset.limit}`,
   );
   return rows.map((row) => {
     const gross = Number(row.gross ?? 0);
@@ -108,25 +119,28 @@ export async function financials(
     const costs = organizerServiceFee + organizerIva + gatewayCosts;
     const collectedByOrganizer = Number(row.collected_by_organizer ?? 0);
     return {
-      eventId: row.event_id,
-      eventName: row.event_name,
-      eventDateId: row.event_date_id,
-      startsAt: new Date(row.starts_at).toISOString(),
-      currency: row.currency,
-      salesCount: Number(row.sales_count ?? 0),
-      unitsSold: Number(row.units ?? 0),
-      listSubtotal: Number(row.list_subtotal ?? 0),
-      discounts: Number(row.discounts ?? 0),
-      gross,
-      buyerServiceFees: Number(row.buyer_service_fees ?? 0),
-      buyerIva: Number(row.buyer_iva ?? 0),
-      collected: Number(row.collected ?? 0),
-      organizerServiceFee,
-      organizerIva,
-      gatewayCosts,
-      costs,
-      collectedByOrganizer,
-      netPayable: gross - costs - collectedByOrganizer,
+      position: [row.starts_at_key, row.event_date_id],
+      row: {
+        eventId: row.event_id,
+        eventName: row.event_name,
+        eventDateId: row.event_date_id,
+        startsAt: new Date(row.starts_at).toISOString(),
+        currency: row.currency,
+        salesCount: Number(row.sales_count ?? 0),
+        unitsSold: Number(row.units ?? 0),
+        listSubtotal: Number(row.list_subtotal ?? 0),
+        discounts: Number(row.discounts ?? 0),
+        gross,
+        buyerServiceFees: Number(row.buyer_service_fees ?? 0),
+        buyerIva: Number(row.buyer_iva ?? 0),
+        collected: Number(row.collected ?? 0),
+        organizerServiceFee,
+        organizerIva,
+        gatewayCosts,
+        costs,
+        collectedByOrganizer,
+        netPayable: gross - costs - collectedByOrganizer,
+      },
     };
   });
 }

@@ -12,7 +12,14 @@ import {
   type Scope,
   saleConditions,
 } from './filters.js';
+import { type KeyPart, type KeysetPage, keysetClauses } from './paging.js';
 import { joinSql, raw, type Sql, sql } from './sql.js';
+
+/** A report row and its position in the report's order (the keyset a page after it starts from). */
+export interface Positioned<T> {
+  row: T;
+  position: KeyPart[];
+}
 
 export const run = <T>(em: EntityManager, query: Sql): Promise<T[]> => em.execute<T[]>(query.text, [...query.params]);
 
@@ -146,8 +153,20 @@ export interface EventKpis {
   revenue: Revenue;
 }
 
-export async function byEvent(em: EntityManager, scope: Scope, filters: SalesReportFilters): Promise<EventKpis[]> {
+export async function byEvent(
+  em: EntityManager,
+  scope: Scope,
+  filters: SalesReportFilters,
+  page?: KeysetPage,
+): Promise<Array<Positioned<EventKpis>>> {
   const where = saleConditions(scope, filters);
+  const keyset = keysetClauses(
+    [
+      { column: 'e.name', type: 'text' },
+      { column: 'e.id', type: 'uuid' },
+    ],
+    page,
+  );
   const eventScope = joinSql(
     [
       sql`e.workspace_id = ${scope.workspaceId}`,
@@ -184,22 +203,25 @@ export async function byEvent(em: EntityManager, scope: Scope, filters: SalesRep
         -- agg.* first: an event without sales has a null agg.event_id, which must not shadow e.id.
         select agg.*, units.tickets, e.id as event_id, e.name, e.status
           from events e left join agg on agg.event_id = e.id left join units on units.event_id = e.id
-         where ${eventScope} and (e.deleted_at is null or agg.event_id is not null)
-         order by e.name, e.id`,
+         where ${eventScope} and (e.deleted_at is null or agg.event_id is not null)${keyset.after}
+         order by e.name, e.id${keyset.limit}`,
   );
   return rows.map((row) => ({
-    eventId: row.event_id,
-    eventName: row.name,
-    eventStatus: row.status,
-    sales: {
-      confirmed: num(row.confirmed_sales),
-      pending: num(row.pending),
-      abandoned: num(row.abandoned),
-      cancelled: num(row.cancelled),
-      refunded: num(row.refunded),
+    position: [row.name, row.event_id],
+    row: {
+      eventId: row.event_id,
+      eventName: row.name,
+      eventStatus: row.status,
+      sales: {
+        confirmed: num(row.confirmed_sales),
+        pending: num(row.pending),
+        abandoned: num(row.abandoned),
+        cancelled: num(row.cancelled),
+        refunded: num(row.refunded),
+      },
+      ticketsSold: num(row.tickets),
+      revenue: revenueOf(row),
     },
-    ticketsSold: num(row.tickets),
-    revenue: revenueOf(row),
   }));
 }
 
@@ -291,11 +313,29 @@ export interface InventoryRow {
   available: number;
 }
 
+/**
+ * A type some PENDING or CONFIRMED sale still holds units of. Deleting such a type (or its date or event) is refused
+ * now, but rows deleted before that rule still carry sold units: they stay in the inventory so it agrees with the
+ * summary and financials.
+ */
+const HOLDS_LIVE_UNITS = sql`exists (select 1 from sale_stock_allocations a join sales s on s.id = a.sale_id
+                                     where a.ticket_type_id = t.id and s.status in ('PENDING', 'CONFIRMED'))`;
+
 export async function inventory(
   em: EntityManager,
   scope: Scope,
   filters: DateReportFilters & { ticketType?: string | undefined },
-): Promise<InventoryRow[]> {
+  page?: KeysetPage,
+): Promise<Array<Positioned<InventoryRow>>> {
+  const keyset = keysetClauses(
+    [
+      { column: 'd.starts_at', type: 'timestamptz' },
+      { column: 'e.name', type: 'text' },
+      { column: 't.sort_order', type: 'int' },
+      { column: 't.id', type: 'uuid' },
+    ],
+    page,
+  );
   const where = joinSql(
     [dateConditions(scope, filters), ...(filters.ticketType ? [sql`t.id = ${filters.ticketType}`] : [])],
     ' and ',
@@ -305,6 +345,8 @@ export async function inventory(
     event_name: string;
     event_date_id: string;
     starts_at: Date;
+    starts_at_key: string;
+    sort_order: number;
     timezone: string;
     ticket_type_id: string;
     ticket_type_name: string;
@@ -318,7 +360,7 @@ export async function inventory(
     sql`with types as (
           select t.id, t.name, t.capacity, t.sort_order, t.event_date_id, t.event_id
             from ticket_types t join event_dates d on d.id = t.event_date_id
-           where ${where} and t.deleted_at is null and d.deleted_at is null),
+           where ${where} and ((t.deleted_at is null and d.deleted_at is null) or ${HOLDS_LIVE_UNITS})),
         held as (
           select a.ticket_type_id,
                  sum(a.quantity) filter (where s.status = 'CONFIRMED') as sold,
@@ -329,6 +371,7 @@ export async function inventory(
           select k.ticket_type_id, sum(k.available) as available
             from ticket_stock k join types t on t.id = k.ticket_type_id group by k.ticket_type_id)
         select e.id as event_id, e.name as event_name, d.id as event_date_id, d.starts_at, d.timezone,
+               d.starts_at::text as starts_at_key, t.sort_order,
                t.id as ticket_type_id, t.name as ticket_type_name, t.capacity,
                held.sold, held.reserved, stock.available
           from types t
@@ -336,20 +379,23 @@ export async function inventory(
           join events e on e.id = t.event_id
           left join held on held.ticket_type_id = t.id
           left join stock on stock.ticket_type_id = t.id
-         where e.deleted_at is null
-         order by d.starts_at, e.name, t.sort_order, t.id`,
+         where (e.deleted_at is null or ${HOLDS_LIVE_UNITS})${keyset.after}
+         order by d.starts_at, e.name, t.sort_order, t.id${keyset.limit}`,
   );
   return rows.map((row) => ({
-    eventId: row.event_id,
-    eventName: row.event_name,
-    eventDateId: row.event_date_id,
-    startsAt: new Date(row.starts_at).toISOString(),
-    timezone: row.timezone,
-    ticketTypeId: row.ticket_type_id,
-    ticketTypeName: row.ticket_type_name,
-    capacity: num(row.capacity),
-    sold: num(row.sold),
-    reserved: num(row.reserved),
-    available: num(row.available),
+    position: [row.starts_at_key, row.event_name, num(row.sort_order), row.ticket_type_id],
+    row: {
+      eventId: row.event_id,
+      eventName: row.event_name,
+      eventDateId: row.event_date_id,
+      startsAt: new Date(row.starts_at).toISOString(),
+      timezone: row.timezone,
+      ticketTypeId: row.ticket_type_id,
+      ticketTypeName: row.ticket_type_name,
+      capacity: num(row.capacity),
+      sold: num(row.sold),
+      reserved: num(row.reserved),
+      available: num(row.available),
+    },
   }));
 }

@@ -221,7 +221,9 @@ export function reconciliationSource(scope: Scope, filters: ReconciliationFilter
       ['mismatch', 'boolean'],
       ['mismatchReason', 'text'],
     ] satisfies ReadonlyArray<readonly [keyof ReconciliationRow, ExportColumnKind]>,
-    query: (limit) => sql`
+    cursorColumn: 'saleId',
+    cursorOrder: 'desc',
+    query: (limit, after) => sql`
       select x.id as "saleId", x.reference as "reference", x.status as "status", x.channel as "channel",
              x.payment_provider as "gateway", x.payment_ref as "paymentRef", x.created_at as "createdAt",
              x.confirmed_at as "confirmedAt", x.total as "total",
@@ -230,6 +232,7 @@ export function reconciliationSource(scope: Scope, filters: ReconciliationFilter
              x.pending as "refundsPending", x.expected as "expectedAtGateway", x.net as "netAtGateway",
              x.mismatch as "mismatch", x.reason as "mismatchReason"
         from (${reconciledRows(scope, filters, true)}) x
+       ${after === null ? sql`` : sql`where x.id < ${after}`}
        order by x.id desc
        limit ${limit}`,
   };

@@ -12,9 +12,10 @@ import {
   type WebSessionUser,
 } from '../../domain/accounts.js';
 import { decideDeviceAuthorization, findPendingByUserCode } from '../../domain/device-authorizations.js';
-import { formatUserCode, KNOWN_DEVICE_CLIENTS, normalizeUserCode } from '../../domain/device-codes.js';
+import { formatUserCode, normalizeUserCode } from '../../domain/device-codes.js';
 import { AppError } from '../../domain/errors.js';
 import { escapeHtml } from '../../domain/html.js';
+import { signInRequester } from '../../domain/sign-in-codes.js';
 import type { IDeviceAuthorization } from '../../entities/device-authorization.js';
 import { organizerAccountEmailWorkflowId } from '../../workflows/organizer-account-definitions.js';
 import type { organizerAccountEmail } from '../../workflows/organizer-account-email.js';
@@ -146,11 +147,19 @@ function enterCodePage(
   );
 }
 
+/**
+ * The client's name is whatever the device sent: any program can call itself `ticketing-cli`, so the page never
+ * presents it as verified. What tells the person's own request apart is where and when it was made.
+ */
 function clientLabel(clientId: string): string {
-  const known = KNOWN_DEVICE_CLIENTS[clientId];
-  return known
-    ? `${escapeHtml(known)} (<code>${escapeHtml(clientId)}</code>)`
-    : `<code>${escapeHtml(clientId)}</code> (a name the device gave itself; we cannot vouch for it)`;
+  return `<code>${escapeHtml(clientId)}</code> (the name the device gave itself; anyone can use any name, so we cannot vouch for it)`;
+}
+
+/** When the request was made, in UTC and as an age, for the person to compare with when they started their login. */
+function requestedAtText(createdAt: Date, now = Date.now()): string {
+  const minutes = Math.max(0, Math.round((now - createdAt.getTime()) / 60_000));
+  const age = minutes === 0 ? 'less than a minute ago' : `${minutes} minute${minutes === 1 ? '' : 's'} ago`;
+  return `${createdAt.toISOString().replace('T', ' ').slice(0, 19)} UTC (${age})`;
 }
 
 /**
@@ -196,8 +205,16 @@ function confirmationPage(
       body:
         `<p>Check that your device shows <span class="code" id="user-code">${formatUserCode(authorization.userCode)}</span>. ` +
         'Approve only if you started this login yourself.</p>' +
+        '<p class="error" id="warning">If someone sent you this code or link, or the address and time below do not ' +
+        'match the device you are logging in from, deny: approving gives whoever asked a key that acts as you.</p>' +
         '<form id="confirm" method="post" action="/device/decision"><dl>' +
         `<dt>Client</dt><dd id="client-id" data-client-id="${escapeHtml(authorization.clientId)}">${clientLabel(authorization.clientId)}</dd>` +
+        `<dt>Requested from</dt><dd id="requested-from" data-address="${escapeHtml(authorization.requestedFrom ?? '')}">` +
+        `${escapeHtml(authorization.requestedFrom ?? 'unknown address')}` +
+        `<br><small>This browser is at ${escapeHtml(context.request.ip)}; a device on the same network usually shows ` +
+        'the same address.</small></dd>' +
+        `<dt>Requested at</dt><dd id="requested-at" data-at="${authorization.createdAt.toISOString()}">` +
+        `${escapeHtml(requestedAtText(authorization.createdAt))}</dd>` +
         `<dt>Access asked for</dt><dd id="scope" data-scope="${authorization.scope}"><b>${authorization.scope}</b>: ${escapeHtml(SCOPE_TEXT[authorization.scope])}</dd>` +
         `<dt>Signed in as</dt><dd>${escapeHtml(user.email)}</dd>` +
         `${workspaceChoice(workspaces)}</dl>` +
@@ -311,7 +328,15 @@ export const devicePageRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> 
       await services.temporal.workflow.start<typeof organizerAccountEmail>('organizerAccountEmail', {
         taskQueue: services.env.TEMPORAL_TASK_QUEUE,
         workflowId: organizerAccountEmailWorkflowId(randomUUID()),
-        args: [{ kind: 'sign-in', email, codeTtlMs: SIGN_IN_CODE_TTL_MS, publicOrigin: services.env.PUBLIC_ORIGIN }],
+        args: [
+          {
+            kind: 'sign-in',
+            email,
+            codeTtlMs: SIGN_IN_CODE_TTL_MS,
+            publicOrigin: services.env.PUBLIC_ORIGIN,
+            requestedBy: signInRequester(client),
+          },
+        ],
         workflowExecutionTimeout: '10 minutes',
       });
       // The same page whether or not the address has an account, so it reveals nothing.
@@ -335,7 +360,10 @@ export const devicePageRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> 
       const client = rateLimitClientKey(request.ip);
       await enforceRateLimit(request, 'organizerSignInVerifyPerClient', client);
       await enforceRateLimit(request, 'organizerSignInVerifyPerEmailAndClient', signInKey(email, client));
-      const session = /^\d{6}$/.test(code) ? await verifyOrganizerSignInCode(request.em, { email, code }) : null;
+      const requester = signInRequester(client);
+      const session = /^\d{6}$/.test(code)
+        ? await verifyOrganizerSignInCode(request.em, { email, code, requester })
+        : null;
       if (!session) {
         const error = 'That code is wrong, expired or already used. Check the latest email or ask for a new code.';
         return codePage(context, { email, userCode, error }, 401);

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { signUpLinkUsable, verifySignUpLink } from '../../domain/accounts.js';
 import { acceptFormBodies } from '../http/form-body.js';
-import { hiddenField, renderPage, sendPage } from '../http/html-page.js';
+import { hiddenField, postedFromAnotherSite, renderPage, sendPage } from '../http/html-page.js';
 import { setSessionCookie } from '../http/organizer-web-session.js';
 import { publicAccess } from '../http/route-access.js';
 import type { ApiServices } from '../services.js';
@@ -63,8 +63,7 @@ export const signUpPageRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> 
     },
     async (request, reply) => {
       // A page on another site must not sign this browser in to an account of its choosing (login CSRF).
-      const origin = request.headers.origin;
-      if (origin && origin !== new URL(services.env.PUBLIC_ORIGIN).origin) return sendPage(reply, 403, linkGone);
+      if (postedFromAnotherSite(request, services.env.PUBLIC_ORIGIN)) return sendPage(reply, 403, linkGone);
       const { token } = request.body;
       const session = token === '' ? null : await verifySignUpLink(request.em, token);
       if (!session) return sendPage(reply, 410, linkGone);

@@ -18,6 +18,7 @@ export const wellKnownRoutes: FastifyPluginAsyncZod<ApiServices> = async (app, s
     token_endpoint: `${origin}/api/v1/auth/device/token`,
     grant_types_supported: [DEVICE_CODE_GRANT_TYPE],
   };
+  const revocationEndpoint = `${origin}/api/v1/auth/revoke`;
 
   app.get(
     '/.well-known/oauth-protected-resource',
@@ -65,6 +66,8 @@ export const wellKnownRoutes: FastifyPluginAsyncZod<ApiServices> = async (app, s
             grant_types_supported: z.array(z.string()),
             response_types_supported: z.array(z.string()),
             token_endpoint_auth_methods_supported: z.array(z.string()),
+            revocation_endpoint: z.string(),
+            revocation_endpoint_auth_methods_supported: z.array(z.string()),
             scopes_supported: z.array(z.string()),
             service_documentation: z.string(),
           }),
@@ -78,6 +81,9 @@ export const wellKnownRoutes: FastifyPluginAsyncZod<ApiServices> = async (app, s
       response_types_supported: [],
       // Command-line clients cannot keep a secret (RFC 8628 section 5.6): public clients, named by client_id only.
       token_endpoint_auth_methods_supported: ['none'],
+      // RFC 7009: a client logs out by presenting its key; holding the key is the authentication.
+      revocation_endpoint: revocationEndpoint,
+      revocation_endpoint_auth_methods_supported: ['none'],
       scopes_supported: [...SCOPES],
       service_documentation: `${origin}/api/v1/docs`,
     }),

@@ -3,7 +3,7 @@
  * uniqueness, and applying the rules of domain/events.ts inside the transactions and locks they need. Routes keep
  * the HTTP side (schemas, status codes, mapping); anything else that changes events calls these too.
  */
-import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
+import { type FilterQuery, LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { AppError, notFound } from '../../domain/errors.js';
@@ -20,7 +20,8 @@ import {
   publish,
 } from '../../domain/events.js';
 import { validationFailed } from '../../domain/field-errors.js';
-import type { IEvent, SALES_MODES } from '../../entities/event.js';
+import { isReservedSlug } from '../../domain/slug.js';
+import type { EVENT_STATUSES, IEvent, SALES_MODES } from '../../entities/event.js';
 import type { IEventDate } from '../../entities/event-date.js';
 import { isUuid, newId } from '../../entities/ids.js';
 import { Event, EventDate, Sale, TicketType, Venue } from '../../entities/index.js';
@@ -29,6 +30,7 @@ import type { eventCancellation } from '../../workflows/event-cancellation.js';
 import { eventCancellationWorkflowId } from '../../workflows/event-cancellation-definitions.js';
 import { dateIfSent, dateOrNull, patchedDate } from '../http/dates.js';
 import { seatMapClient, seatMapEventKeyOf } from '../http/seatmap.js';
+import { likeContains } from '../http/text.js';
 import type { ApiServices } from '../services.js';
 
 type SalesMode = (typeof SALES_MODES)[number];
@@ -66,6 +68,8 @@ export interface NewEventDate {
   paymentWindowMinutes: number;
   virtualQueue: boolean;
   queueAdmissionsPerMinute: number;
+  queueMinActive?: number | null | undefined;
+  queueMaxActive?: number | null | undefined;
   seatMapChartKey?: string | null | undefined;
 }
 
@@ -80,6 +84,13 @@ export type EventDatePatch = {
 };
 
 type Log = { warn(obj: object, msg: string): void };
+
+/** The waiting room's floor of admitted buyers active at once cannot exceed its ceiling. */
+function queueBoundsProblems(floor: number | null, ceiling: number | null, prefix: string) {
+  return floor !== null && ceiling !== null && floor > ceiling
+    ? [{ field: `${prefix}.queueMaxActive`, message: 'must not be below queueMinActive' }]
+    : [];
+}
 
 /** A date without a zone of its own or its venue's is in the market the service was built for. */
 const DEFAULT_TIMEZONE = 'America/Bogota';
@@ -112,10 +123,19 @@ async function assertVenue(em: EntityManager, venueId: string | null | undefined
 // ---------------------------------------------------------------------------------------------------------------
 // Slugs
 
-/** Slugs are unique across every workspace (they are public addresses), deleted events included. */
-async function slugTaken(em: EntityManager, slug: string, exceptId?: string): Promise<boolean> {
-  const count = await em.count(Event, { slug, ...(exceptId ? { id: { $ne: exceptId } } : {}) }, { filters: false });
-  return count > 0;
+/**
+ * Whether a slug is unavailable to this workspace: used by one of its own events (deleted ones included), or the
+ * storefront address of an event that was ever published, in any workspace (a public fact, so saying so reveals
+ * nothing). Another workspace's never-published event does not count: its slug is not public, so it can be neither
+ * probed nor squatted from here (entities/event.ts; the first to publish a slug keeps it).
+ */
+async function slugTaken(em: EntityManager, slug: string, workspaceId: string, exceptId?: string): Promise<boolean> {
+  const rows = await em.execute<{ taken: boolean }[]>(
+    `select exists (select 1 from events where slug = ? and (workspace_id = ? or published_at is not null)
+       and id <> ?) as taken`,
+    [slug, workspaceId, exceptId ?? '00000000-0000-0000-0000-000000000000'],
+  );
+  return rows[0]?.taken === true;
 }
 
 const slugConflict = (slug: string): AppError =>
@@ -123,12 +143,25 @@ const slugConflict = (slug: string): AppError =>
     details: { fields: [{ field: 'body.slug', message: 'already taken' }] },
   });
 
-async function availableSlug(em: EntityManager, name: string): Promise<string> {
+/** A slug the caller chose: not a reserved word (422), not taken (409, see slugTaken). */
+async function assertSlugAvailable(
+  em: EntityManager,
+  slug: string,
+  workspaceId: string,
+  exceptId?: string,
+): Promise<void> {
+  if (isReservedSlug(slug)) {
+    throw validationFailed([{ field: 'body.slug', message: 'reserved by the service; choose another' }]);
+  }
+  if (await slugTaken(em, slug, workspaceId, exceptId)) throw slugConflict(slug);
+}
+
+async function availableSlug(em: EntityManager, name: string, workspaceId: string): Promise<string> {
   const base = eventSlugBase(name);
-  if (!(await slugTaken(em, base))) return base;
+  if (!isReservedSlug(base) && !(await slugTaken(em, base, workspaceId))) return base;
   for (let attempt = 0; attempt < 5; attempt += 1) {
     const candidate = `${base}-${newId().slice(-6)}`;
-    if (!(await slugTaken(em, candidate))) return candidate;
+    if (!(await slugTaken(em, candidate, workspaceId))) return candidate;
   }
   return `${base}-${newId().slice(-12)}`;
 }
@@ -149,8 +182,8 @@ async function flushClaimingSlug(em: EntityManager, slug: string): Promise<void>
 export async function createEvent(em: EntityManager, workspaceId: string, input: NewEvent): Promise<IEvent> {
   assertSalesMode(input.salesMode, input.externalSalesUrl);
   await assertVenue(em, input.venueId);
-  if (input.slug && (await slugTaken(em, input.slug))) throw slugConflict(input.slug);
-  const slug = input.slug ?? (await availableSlug(em, input.name));
+  if (input.slug) await assertSlugAvailable(em, input.slug, workspaceId);
+  const slug = input.slug ?? (await availableSlug(em, input.name, workspaceId));
   const event = em.create(Event, {
     id: newId(),
     workspace: workspaceId,
@@ -178,8 +211,8 @@ export async function updateEvent(em: EntityManager, id: string, patch: EventPat
     patch.externalSalesUrl !== undefined ? patch.externalSalesUrl : event.externalSalesUrl,
   );
   if (patch.venueId !== undefined) await assertVenue(em, patch.venueId);
-  if (patch.slug !== undefined && patch.slug !== event.slug && (await slugTaken(em, patch.slug, event.id))) {
-    throw slugConflict(patch.slug);
+  if (patch.slug !== undefined && patch.slug !== event.slug) {
+    await assertSlugAvailable(em, patch.slug, event.workspace, event.id);
   }
   if (patch.name !== undefined) event.name = patch.name;
   if (patch.slug !== undefined) event.slug = patch.slug;
@@ -209,22 +242,44 @@ export async function deleteEvent(em: EntityManager, id: string): Promise<IEvent
   });
 }
 
+/**
+ * Publishes the event, which claims its slug across the service. Another workspace may have published the same slug
+ * since this draft took it (drafts claim theirs only within their workspace): then 409, since that address is public.
+ */
 export async function publishEvent(em: EntityManager, id: string): Promise<IEvent> {
-  return em.transactional(async (tx) => {
-    const event = await findEvent(tx, id, { lock: true });
-    const contents = {
-      dates: await tx.count(EventDate, { event: event.id }),
-      ticketTypes: await tx.count(TicketType, { event: event.id }),
-    };
-    publish(event, contents, new Date());
-    return event;
-  });
+  let slug = '';
+  try {
+    return await em.transactional(async (tx) => {
+      const event = await findEvent(tx, id, { lock: true });
+      slug = event.slug;
+      const contents = {
+        dates: await tx.count(EventDate, { event: event.id }),
+        ticketTypes: await tx.count(TicketType, { event: event.id }),
+      };
+      publish(event, contents, new Date());
+      return event;
+    });
+  } catch (error) {
+    if (error instanceof UniqueConstraintViolationException) {
+      throw new AppError(
+        'ALREADY_EXISTS',
+        `The slug ${slug} is already the storefront address of another event; change it with PATCH and publish again`,
+        { details: { reason: 'slug_taken', fields: [{ field: 'slug', message: 'already public' }] } },
+      );
+    }
+    throw error;
+  }
 }
 
 /**
  * Marks the event CANCELLED (no new orders from the commit on), then starts the durable workflow that cancels or
  * refunds its sales. The workflow starts after the commit: a crash between the two leaves a cancelled event whose
- * repeated request starts it.
+ * repeated request starts it (and the reconciler does, if nobody repeats it).
+ *
+ * A repeated request joins the cancellation while it runs, and starts it again when it failed or was terminated
+ * (the server terminates an execution at its history limit): the new run goes through the sales from the start and
+ * refunds none twice. After a cancellation that finished, it starts again only if sales still hold stock or money
+ * (a payment in flight confirmed one after the final sweep).
  */
 export async function cancelEvent(
   services: ApiServices,
@@ -236,8 +291,8 @@ export async function cancelEvent(
     cancel(found, new Date());
     return found;
   });
-  await services.temporal.workflow
-    .start<typeof eventCancellation>('eventCancellation', {
+  const start = (workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY' | 'ALLOW_DUPLICATE') =>
+    services.temporal.workflow.start<typeof eventCancellation>('eventCancellation', {
       workflowId: eventCancellationWorkflowId(event.id),
       taskQueue: services.env.TEMPORAL_TASK_QUEUE,
       args: [
@@ -250,12 +305,20 @@ export async function cancelEvent(
       ],
       typedSearchAttributes: [{ key: SA.workspaceId, value: input.workspaceId }],
       workflowIdConflictPolicy: 'USE_EXISTING',
-      // A finished cancellation is not run again by a repeated request: nothing is left to undo.
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    })
-    .catch((error: unknown) => {
-      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      workflowIdReusePolicy,
     });
+  try {
+    await start('ALLOW_DUPLICATE_FAILED_ONLY');
+  } catch (error) {
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    // The last run completed: run again only for sales that still hold stock or money.
+    const live = await em.count(Sale, { event: event.id, status: { $in: [...LIVE_SALE_STATUSES] } });
+    if (live > 0) {
+      await start('ALLOW_DUPLICATE').catch((again: unknown) => {
+        if (!(again instanceof WorkflowExecutionAlreadyStartedError)) throw again;
+      });
+    }
+  }
   return event;
 }
 
@@ -286,7 +349,14 @@ export async function addEventDates(
       salesEndAt: dateOrNull(date.salesEndAt),
     } satisfies DateWindow,
   }));
-  const problems = prepared.flatMap((date, index) => dateWindowProblems(date.window, input.fieldPrefix(index)));
+  const problems = prepared.flatMap((date, index) => [
+    ...dateWindowProblems(date.window, input.fieldPrefix(index)),
+    ...queueBoundsProblems(
+      date.input.queueMinActive ?? null,
+      date.input.queueMaxActive ?? null,
+      input.fieldPrefix(index),
+    ),
+  ]);
   if (problems.length > 0) throw validationFailed(problems);
 
   const created = await em.transactional(async (tx) => {
@@ -304,6 +374,8 @@ export async function addEventDates(
         paymentWindowMinutes: date.paymentWindowMinutes,
         virtualQueue: date.virtualQueue,
         queueAdmissionsPerMinute: date.queueAdmissionsPerMinute,
+        queueMinActive: date.queueMinActive ?? null,
+        queueMaxActive: date.queueMaxActive ?? null,
         seatMapChartKey: date.seatMapChartKey ?? null,
         seatMapEventKey: null,
         cancelledAt: null,
@@ -329,7 +401,14 @@ export async function updateEventDate(
     salesStartAt: patchedDate(patch.salesStartAt, date.salesStartAt),
     salesEndAt: patchedDate(patch.salesEndAt, date.salesEndAt),
   };
-  const problems = dateWindowProblems(window, 'body');
+  const problems = [
+    ...dateWindowProblems(window, 'body'),
+    ...queueBoundsProblems(
+      patch.queueMinActive !== undefined ? patch.queueMinActive : (date.queueMinActive ?? null),
+      patch.queueMaxActive !== undefined ? patch.queueMaxActive : (date.queueMaxActive ?? null),
+      'body',
+    ),
+  ];
   if (problems.length > 0) throw validationFailed(problems);
   date.startsAt = window.startsAt;
   date.endsAt = window.endsAt;
@@ -340,6 +419,8 @@ export async function updateEventDate(
   if (patch.paymentWindowMinutes !== undefined) date.paymentWindowMinutes = patch.paymentWindowMinutes;
   if (patch.virtualQueue !== undefined) date.virtualQueue = patch.virtualQueue;
   if (patch.queueAdmissionsPerMinute !== undefined) date.queueAdmissionsPerMinute = patch.queueAdmissionsPerMinute;
+  if (patch.queueMinActive !== undefined) date.queueMinActive = patch.queueMinActive;
+  if (patch.queueMaxActive !== undefined) date.queueMaxActive = patch.queueMaxActive;
   // A new chart is a new event at the seat-map provider; the old key would hand out the old chart's seats.
   if (patch.seatMapChartKey !== undefined && patch.seatMapChartKey !== date.seatMapChartKey) {
     date.seatMapChartKey = patch.seatMapChartKey;
@@ -386,4 +467,41 @@ async function attachSeatMap(services: ApiServices, em: EntityManager, date: IEv
       'seat-map event not created; retried on the next PATCH',
     );
   }
+}
+
+/** Newest first, one more than `limit` (the page builder tells whether there is more); `after` is the last id seen. */
+export function listEvents(
+  em: EntityManager,
+  query: {
+    after: string | undefined;
+    limit: number;
+    status?: (typeof EVENT_STATUSES)[number] | undefined;
+    /** Part of the name, any case. */
+    q?: string | undefined;
+    venue?: string | undefined;
+  },
+): Promise<IEvent[]> {
+  const { after, limit, status, q, venue } = query;
+  const where: FilterQuery<IEvent> = {
+    ...(after ? { id: { $lt: after } } : {}),
+    ...(status ? { status } : {}),
+    ...(q ? { name: { $ilike: likeContains(q) } } : {}),
+    ...(venue ? { venue } : {}),
+  };
+  return em.find(Event, where, { orderBy: { id: 'desc' }, limit: limit + 1 });
+}
+
+/** The dates of an event of the workspace (404 otherwise), newest first, one more than `limit`. */
+export async function listEventDates(
+  em: EntityManager,
+  eventId: string,
+  after: string | undefined,
+  limit: number,
+): Promise<IEventDate[]> {
+  const event = await findEvent(em, eventId);
+  return em.find(
+    EventDate,
+    { event: event.id, ...(after ? { id: { $lt: after } } : {}) },
+    { orderBy: { id: 'desc' }, limit: limit + 1 },
+  );
 }

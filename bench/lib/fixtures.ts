@@ -23,7 +23,14 @@ export interface BenchEvent {
 export async function publishEvent(
   http: HttpClient,
   apiKey: string,
-  options: { name: string; capacity: number; price?: number; maxPerOrder?: number },
+  options: {
+    name: string;
+    capacity: number;
+    price?: number;
+    maxPerOrder?: number;
+    /** More fields of the date (a waiting room: virtualQueue, queueMinActive, queueMaxActive). */
+    date?: Record<string, unknown>;
+  },
 ): Promise<BenchEvent> {
   const headers = { authorization: `Bearer ${apiKey}` };
   const call = async (path: string, body: unknown) => {
@@ -35,6 +42,7 @@ export async function publishEvent(
   const date = await call(`/api/v1/events/${event.id}/dates`, {
     startsAt: new Date(Date.now() + 30 * 24 * 3600 * 1000).toISOString(),
     paymentWindowMinutes: 30,
+    ...options.date,
   });
   const type = await call('/api/v1/ticket-types', {
     eventId: event.id,

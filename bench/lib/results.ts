@@ -1,4 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -15,4 +16,14 @@ export function saveResults(name: string, results: object): void {
   mkdirSync(RESULTS_DIR, { recursive: true });
   writeFileSync(join(RESULTS_DIR, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
   console.log(`results: bench/results/${name}.json`);
+}
+
+/** The box a result was measured on, saved with every result so figures from different machines are not compared. */
+export function machineFacts(): { cpus: number; cpuModel: string | null; memoryGb: number; kernel: string } {
+  return {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? null,
+    memoryGb: Math.round(totalmem() / 2 ** 30),
+    kernel: release(),
+  };
 }

@@ -95,6 +95,8 @@ export interface BenchStack {
   processes: { temporal: ManagedProcess; sandbox: ManagedProcess; worker: ManagedProcess; api: ManagedProcess };
   emptyWorker: ManagedProcess;
   probeFile(name: 'api' | 'worker'): string;
+  /** Stops the API and starts it again with `extra` over its environment (same port); resolves once it is live. */
+  restartApi(extra: Record<string, string>): Promise<ManagedProcess>;
   stop(): Promise<void>;
 }
 
@@ -201,7 +203,7 @@ export async function startBenchStack(options: {
     await waitFor('sandbox', () => httpOk(`${env.SANDBOX_URL}/control/health`), { process: sandbox });
     const worker = node('worker', 'worker/main.ts', {}, true);
     started.push(worker);
-    const api = node('api', 'api/main.ts', {}, true);
+    let api = node('api', 'api/main.ts', {}, true);
     started.push(api);
     const emptyWorker = node('bench-worker', 'bench/lib/empty-worker.ts', { TEMPORAL_TASK_QUEUE: EMPTY_TASK_QUEUE });
     started.push(emptyWorker);
@@ -216,6 +218,14 @@ export async function startBenchStack(options: {
       processes: { temporal, sandbox, worker, api },
       emptyWorker,
       probeFile: (name) => join(logDir, `${name}.probe.jsonl`),
+      async restartApi(extra) {
+        await api.stop('SIGTERM', stopGraceMs);
+        started.splice(started.indexOf(api), 1);
+        api = node('api', 'api/main.ts', extra, true);
+        started.push(api);
+        await waitFor('API', () => httpOk(`http://127.0.0.1:${apiPort}/health/live`), { process: api });
+        return api;
+      },
       stop,
     };
   } catch (error) {

@@ -339,6 +339,19 @@ export class GatewayAClient {
     return { id: data.id, redirectUrl: data.init_point };
   }
 
+  /**
+   * Closes a preference's link now (PUT with `expiration_date_to` = now): nobody can start a payment on it any more.
+   * A payment already started on it (a PSE transfer at the bank) still settles and must still be looked for.
+   */
+  async expirePreference(preferenceId: string, now: Date = new Date()): Promise<void> {
+    await this.#http.request({
+      method: 'PUT',
+      path: `/checkout/preferences/${encodeURIComponent(preferenceId)}`,
+      body: { expires: true, expiration_date_to: now.toISOString() },
+      schema: PreferenceSchema,
+    });
+  }
+
   async getPayment(paymentId: string): Promise<GatewayAPayment> {
     const { data } = await this.#http.request({
       method: 'GET',

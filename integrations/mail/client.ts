@@ -51,6 +51,10 @@ export interface MailClientOptions {
   /** Implicit TLS (port 465). STARTTLS is used when the server offers it unless `ignoreTls`. */
   secure?: boolean;
   ignoreTls?: boolean;
+  /** Refuse to send unless the server upgrades the connection with STARTTLS (no silent fallback to clear text). */
+  requireTls?: boolean;
+  /** PEM of a private CA the server's certificate is checked against (a relay on a private network). */
+  tlsCa?: string;
   auth?: { user: string; pass: string };
   timeoutMs?: number;
 }
@@ -86,6 +90,8 @@ export class MailClient {
       port: options.port,
       secure: options.secure ?? false,
       ignoreTLS: options.ignoreTls ?? false,
+      requireTLS: options.requireTls ?? false,
+      ...(options.tlsCa ? { tls: { ca: options.tlsCa } } : {}),
       ...(options.auth ? { auth: options.auth } : {}),
       connectionTimeout: timeoutMs,
       greetingTimeout: timeoutMs,

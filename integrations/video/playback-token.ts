@@ -94,17 +94,20 @@ export function videoProviderUrls(env: Env): { api: string; playback: string } {
   };
 }
 
+export const videoProviderClientFromEnv = (env: Env): VideoProviderClient =>
+  new VideoProviderClient({
+    baseUrl: videoProviderUrls(env).api,
+    tokenId: env.VIDEO_API_TOKEN_ID,
+    tokenSecret: env.VIDEO_API_TOKEN_SECRET,
+  });
+
 export function playbackTokensFromEnv(env: Env): PlaybackTokens {
   const urls = videoProviderUrls(env);
   const configuredKey =
     env.VIDEO_SIGNING_KEY_ID && env.VIDEO_SIGNING_PRIVATE_KEY
       ? { id: env.VIDEO_SIGNING_KEY_ID, privateKey: decodeRsaPrivateKey(env.VIDEO_SIGNING_PRIVATE_KEY) }
       : null;
-  const client = new VideoProviderClient({
-    baseUrl: urls.api,
-    tokenId: env.VIDEO_API_TOKEN_ID,
-    tokenSecret: env.VIDEO_API_TOKEN_SECRET,
-  });
+  const client = videoProviderClientFromEnv(env);
   return new PlaybackTokens({
     configuredKey,
     createDevelopmentKey: () =>

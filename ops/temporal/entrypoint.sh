@@ -3,6 +3,8 @@
 #         starts the server, then registers the namespace and the search attributes the service filters by.
 # ui:     the Temporal UI server in front of TEMPORAL_ADDRESS.
 set -eu
+# The password from a secret file (docker-compose.yml's `secrets:`), as the postgres image reads POSTGRES_PASSWORD_FILE.
+if [ -n "${POSTGRES_PASSWORD_FILE:-}" ]; then POSTGRES_PASSWORD="$(cat "$POSTGRES_PASSWORD_FILE")"; fi
 : "${POSTGRES_HOST:=postgres}" "${POSTGRES_PORT:=5432}" "${POSTGRES_USER:=postgres}" "${POSTGRES_PASSWORD:=}"
 : "${TEMPORAL_DB:=temporal}" "${TEMPORAL_VISIBILITY_DB:=temporal_visibility}" "${NUM_HISTORY_SHARDS:=4}"
 : "${TEMPORAL_NAMESPACE:=default}" "${BROADCAST_ADDRESS:=$(hostname -i | cut -d' ' -f1)}"
@@ -16,8 +18,13 @@ temporalGrpcAddress: ${TEMPORAL_ADDRESS:-temporal-server:7233}
 port: ${TEMPORAL_UI_PORT:-8080}
 enableUi: true
 defaultNamespace: ${TEMPORAL_NAMESPACE}
+# The browser calls the codec endpoint itself, with the operator's credentials (the codec operator token as the HTTP
+# Basic password GET /codec/login asks for), so the API's CODEC_CORS_ORIGINS must list this UI's origin.
 codec:
   endpoint: "${TEMPORAL_CODEC_ENDPOINT:-}"
+  includeCredentials: ${TEMPORAL_CODEC_INCLUDE_CREDENTIALS:-true}
+cors:
+  cookieInsecure: ${TEMPORAL_UI_COOKIE_INSECURE:-false}
 YAML
   exec temporal-ui --root /etc/temporal/ui --config config --env production start
   ;;
@@ -47,7 +54,9 @@ server)
 YAML
   }
   mkdir -p /etc/temporal/config/dynamicconfig
-  [ -f /etc/temporal/config/dynamicconfig/production.yaml ] || echo '{}' > /etc/temporal/config/dynamicconfig/production.yaml
+  # The fair matcher: checkouts' fairness keys (api/services/task-fairness.ts) need it. A mounted file is kept as is.
+  [ -f /etc/temporal/config/dynamicconfig/production.yaml ] ||
+    printf 'matching.enableFairness:\n  - value: true\n' > /etc/temporal/config/dynamicconfig/production.yaml
   {
     cat <<YAML
 log:

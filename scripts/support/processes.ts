@@ -19,12 +19,14 @@ export function startProcess(options: {
   env?: NodeJS.ProcessEnv;
   cwd?: string;
   logFile: string;
+  /** Only `env` (a container's environment), not this process's too. */
+  isolatedEnv?: boolean;
 }): ManagedProcess {
   mkdirSync(dirname(options.logFile), { recursive: true });
   const log = createWriteStream(options.logFile, { flags: 'a' });
   const child = spawn(options.command, options.args, {
     cwd: options.cwd,
-    env: { ...process.env, ...options.env },
+    env: options.isolatedEnv ? { ...options.env } : { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: false,
   });

@@ -17,7 +17,8 @@ const DEMO_EVENT_SLUG = 'demo-concierto-al-parque';
 /** A published event a month ahead with one general-admission ticket type, so a purchase can be tried at once. */
 async function ensureDemoEvent(tx: EntityManager, workspaceId: string): Promise<DemoSeed['demoEvent']> {
   const scope = { filters: { tenant: false } } as const;
-  const existing = await tx.findOne(Event, { slug: DEMO_EVENT_SLUG }, scope);
+  // The published one: another workspace's draft may use the same slug (slugs are claimed on publish).
+  const existing = await tx.findOne(Event, { slug: DEMO_EVENT_SLUG, publishedAt: { $ne: null } }, scope);
   if (existing) {
     const date = await tx.findOneOrFail(EventDate, { event: existing.id }, { ...scope, orderBy: { startsAt: 'asc' } });
     const type = await tx.findOneOrFail(TicketType, { eventDate: date.id }, scope);

@@ -14,6 +14,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { FAIR_MATCHING_DYNAMIC_CONFIG } from '../../api/services/task-fairness.js';
 import { SEARCH_ATTRIBUTES } from '../../workflows/definitions.js';
 import { httpOk, isPortOpen, type ManagedProcess, startProcess, waitFor } from './processes.js';
 import { temporalBinary } from './temporal.js';
@@ -119,6 +120,8 @@ export interface TemporalServerOptions extends TemporalDatabases {
   uiLogFile: string;
   /** The codec endpoint the UI decodes payloads with (the API's `/codec`). */
   uiCodecEndpoint?: string;
+  /** The UI's browser sends the operator's credentials to the codec endpoint (docker-compose.yml's production UI). */
+  uiCodecIncludeCredentials?: boolean;
   namespace?: string;
 }
 
@@ -132,8 +135,10 @@ const canBind = (port: number): Promise<boolean> =>
 /**
  * Free ports for the services' own gRPC and membership listeners. The server stores membership ports in a SMALLINT
  * column, so they must stay below 32768, where the OS never hands out ephemeral ports: picked at random and probed.
+ * Also what a test picks for a listener that starts after this server: the server's hundreds of outgoing connections
+ * to PostgreSQL take ephemeral ports, one of which can be a port picked from that range a moment before.
  */
-async function freeLowPorts(count: number): Promise<number[]> {
+export async function freeLowPorts(count: number): Promise<number[]> {
   const ports: number[] = [];
   while (ports.length < count) {
     const candidate = 20_000 + Math.floor(Math.random() * 12_000);
@@ -217,16 +222,29 @@ cors:
   allowOrigins: []
 codec:
   endpoint: ${JSON.stringify(options.uiCodecEndpoint ?? '')}
+  includeCredentials: ${options.uiCodecIncludeCredentials ?? false}
 `;
 
 /** Registers the namespace and our search attributes (list columns and filters in the UI); repeats are no-ops. */
 async function registerNamespace(address: string, namespace: string): Promise<void> {
   const cli = temporalBinary();
-  await run(cli, ['operator', 'namespace', 'create', '--namespace', namespace, '--address', address]).catch(
-    (error: { stderr?: string }) => {
-      if (!/already/i.test(error.stderr ?? '')) throw error;
+  // The frontend listens before it is healthy ("Frontend is not healthy yet"): the create is retried until it answers.
+  let refusal = '';
+  await waitFor(
+    'namespace',
+    async () => {
+      try {
+        await run(cli, ['operator', 'namespace', 'create', '--namespace', namespace, '--address', address]);
+        return true;
+      } catch (error) {
+        refusal = (error as { stderr?: string }).stderr ?? String(error);
+        return /already/i.test(refusal);
+      }
     },
-  );
+    { timeoutMs: 60_000 },
+  ).catch((error: unknown) => {
+    throw new Error(`${String(error)}: ${refusal}`);
+  });
   const attributes = Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--name', name, '--type', type]);
   // A new namespace takes a moment to be visible to every service; the create is retried until it is.
   await waitFor(
@@ -262,7 +280,11 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
   const configDir = join(options.workDir, 'config');
   mkdirSync(join(configDir, 'dynamicconfig'), { recursive: true });
   writeFileSync(join(configDir, 'production.yaml'), serverConfig(options, await freeLowPorts(7)));
-  writeFileSync(join(configDir, 'dynamicconfig', 'production.yaml'), '{}\n');
+  // The fair matcher, as on the dev server: checkouts' fairness keys (api/services/task-fairness.ts) need it.
+  const dynamicConfig = Object.entries(FAIR_MATCHING_DYNAMIC_CONFIG)
+    .map(([key, value]) => `${key}:\n  - value: ${JSON.stringify(value)}\n`)
+    .join('');
+  writeFileSync(join(configDir, 'dynamicconfig', 'production.yaml'), dynamicConfig);
   const uiDir = join(options.workDir, 'ui', 'config');
   mkdirSync(uiDir, { recursive: true });
   writeFileSync(join(uiDir, 'production.yaml'), uiConfig(options));

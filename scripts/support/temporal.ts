@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { FAIR_MATCHING_DYNAMIC_CONFIG } from '../../api/services/task-fairness.js';
 import { SEARCH_ATTRIBUTES } from '../../workflows/definitions.js';
 import { httpOk, isPortOpen, type ManagedProcess, startProcess, waitFor } from './processes.js';
 
@@ -48,6 +49,11 @@ export async function startTemporalDevServer(options: {
     'default',
     '--log-level',
     'warn',
+    // Checkouts' fairness keys (api/services/task-fairness.ts) mean nothing to the default matcher.
+    ...Object.entries(FAIR_MATCHING_DYNAMIC_CONFIG).flatMap(([key, value]) => [
+      '--dynamic-config-value',
+      `${key}=${JSON.stringify(value)}`,
+    ]),
     ...(options.uiCodecEndpoint ? ['--ui-codec-endpoint', options.uiCodecEndpoint] : []),
     ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
   ];

@@ -143,6 +143,17 @@ describe('reservation rules of contract 4.2', () => {
     expect(landing.statusCode).toBe(302);
     expect(landing.headers.location).not.toContain('evil.example.net');
     expect(landing.headers.location).toContain(`/api/public/orders/${saleId}`);
+    // The address the bank sends the buyer to answers (issue 31): the order's status, without its tickets, which
+    // belong to the buyer's session.
+    const fallback = new URL(landing.headers.location as string);
+    const page = await api.request({ method: 'GET', url: `${fallback.pathname}${fallback.search}` });
+    expect(page.statusCode).toBe(200);
+    expect(page.json().data).toMatchObject({
+      orderId: saleId,
+      reference: created.json().data.reference,
+      status: 'pending',
+      tickets: [],
+    });
   });
 
   test('a card left pending by the gateway keeps the sale PENDING until the gateway settles it', async () => {

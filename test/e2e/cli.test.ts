@@ -213,6 +213,51 @@ describe('ticketing CLI against the real stack', () => {
   }, 60_000);
 });
 
+describe('ticketing logout and -w against the real stack', () => {
+  const configDir = freshConfigDir();
+  let stored: { key: string };
+
+  beforeAll(async () => {
+    const login = ticketing(['login', '--api-url', apiUrl], configDir);
+    await approveDevice(api, { email: organizer.email, userCode: await login.userCode(), decision: 'approve' });
+    expect((await finished(login)).code).toBe(0);
+    stored = JSON.parse(readFileSync(join(configDir, 'config.json'), 'utf8'));
+  }, 120_000);
+
+  test("-w with a workspace the key cannot reach surfaces the API's warning; --strict makes it fail", async () => {
+    const foreign = await createOrganizer(api.orm.em.fork());
+    const warned = await finished(ticketing(['-w', foreign.workspaceId, 'events', 'list', '--json'], configDir));
+    expect(warned.code).toBe(0);
+    expect(warned.stderr).toContain(
+      `warning: X-Workspace-Id ${foreign.workspaceId} is not a workspace this key can reach`,
+    );
+    expect(warned.stderr).toContain(
+      `showing workspace "${organizer.workspaceName}" (${organizer.workspaceId}) instead`,
+    );
+
+    const strict = await finished(ticketing(['--strict', '-w', foreign.workspaceId, 'sales', 'list'], configDir));
+    expect(strict.code).toBe(1);
+    expect(strict.stdout).toBe('');
+    expect(strict.stderr).toContain('WORKSPACE_NOT_ACCESSIBLE');
+
+    const mine = await finished(ticketing(['--strict', '-w', organizer.workspaceId, 'events', 'list'], configDir));
+    expect({ code: mine.code, stderr: mine.stderr }).toEqual({ code: 0, stderr: '' });
+  }, 60_000);
+
+  test('logout revokes the key at the API: the key it held gets 401 afterwards', async () => {
+    const before = await api.request({ method: 'GET', url: '/api/v1/me', headers: bearer(stored.key) });
+    expect(before.statusCode).toBe(200);
+
+    const result = await finished(ticketing(['logout'], configDir));
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`the key is revoked at ${apiUrl}`);
+    expect(() => statSync(join(configDir, 'config.json'))).toThrow();
+
+    const after = await api.request({ method: 'GET', url: '/api/v1/me', headers: bearer(stored.key) });
+    expect(after.statusCode).toBe(401);
+  }, 60_000);
+});
+
 describe('ticketing login when the code is not approved', () => {
   test('denied on the verification page: exit code 1, a clear message, nothing stored', async () => {
     const configDir = freshConfigDir();

@@ -37,6 +37,27 @@ async function createSigningKeyAtProvider(): Promise<{ id: string; privateKeyTex
   return { id: data.id, privateKeyText: data.private_key };
 }
 
+const providerAuthorization = () =>
+  `Basic ${Buffer.from(`${DEV_VIDEO_CREDENTIALS.tokenId}:${DEV_VIDEO_CREDENTIALS.tokenSecret}`).toString('base64')}`;
+
+/**
+ * Creates a video asset or live stream at the provider as the platform does for a workspace: its passthrough names
+ * the owning workspace. Answers its playback id.
+ */
+async function createAtProvider(
+  kind: 'assets' | 'live-streams',
+  passthrough: string | null = organizer.workspaceId,
+): Promise<string> {
+  const response = await fetch(`${sandboxUrl()}/video/video/v1/${kind}`, {
+    method: 'POST',
+    headers: { authorization: providerAuthorization(), 'content-type': 'application/json' },
+    body: JSON.stringify({ playback_policy: ['signed'], ...(passthrough === null ? {} : { passthrough }) }),
+  });
+  expect(response.status).toBe(201);
+  const { data } = (await response.json()) as { data: { playback_ids: Array<{ id: string }> } };
+  return data.playback_ids[0]!.id;
+}
+
 const asOrganizer = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object, key = organizer.key) =>
   api.request({ method, url: `/api/v1${url}`, headers: bearer(key), ...(payload ? { payload } : {}) });
 
@@ -51,7 +72,7 @@ const asBuyer = (method: 'GET' | 'POST', url: string, buyerToken: string, payloa
 async function createVideo(body: Record<string, unknown> = {}) {
   const response = await asOrganizer('POST', '/content/videos', {
     title: `Backstage ${unique()}`,
-    providerAssetId: `asset${unique()}${unique()}`,
+    providerAssetId: body.providerAssetId ?? (await createAtProvider('assets')),
     ...body,
   });
   expect(response.statusCode).toBe(201);
@@ -61,7 +82,7 @@ async function createVideo(body: Record<string, unknown> = {}) {
 async function createLive(body: Record<string, unknown> = {}) {
   const response = await asOrganizer('POST', '/content/lives', {
     title: `Live ${unique()}`,
-    providerStreamId: `stream${unique()}${unique()}`,
+    providerStreamId: body.providerStreamId ?? (await createAtProvider('live-streams')),
     scheduledStartAt: new Date(Date.now() + 3_600_000).toISOString(),
     ...body,
   });
@@ -177,7 +198,7 @@ describe('videos', () => {
     expect(second.data.map((video: { id: string }) => video.id)).toEqual([older.id]);
   });
 
-  test('one provider asset is registered once per workspace (409 ALREADY_EXISTS)', async () => {
+  test('one provider asset is registered once (409 ALREADY_EXISTS)', async () => {
     const video = await createVideo();
     const again = await asOrganizer('POST', '/content/videos', {
       title: 'Copy',
@@ -268,6 +289,114 @@ describe('community feed', () => {
       publishedAt: new Date(Date.now() + 60_000).toISOString(),
     });
     expect(scheduled.statusCode).toBe(422);
+  });
+});
+
+describe('a workspace registers and plays only the media it owns', () => {
+  /** Another self-serve workspace, trying to replay the victim's media through its own key. */
+  let attacker: Organizer;
+  beforeAll(async () => {
+    attacker = await createOrganizer(api.orm.em.fork());
+  });
+
+  const register = (kind: 'video' | 'live', playbackId: string, key: string) =>
+    kind === 'video'
+      ? asOrganizer('POST', '/content/videos', { title: 'Copy', providerAssetId: playbackId, membersOnly: false }, key)
+      : asOrganizer(
+          'POST',
+          '/content/lives',
+          {
+            title: 'Copy',
+            providerStreamId: playbackId,
+            membersOnly: false,
+            scheduledStartAt: new Date(Date.now() + 3_600_000).toISOString(),
+          },
+          key,
+        );
+
+  test.each([
+    ['video', 'assets'],
+    ['live', 'live-streams'],
+  ] as const)("another workspace cannot register the victim's %s as public to mint tokens for it", async (kind, at) => {
+    const victimPlaybackId = await createAtProvider(at);
+    const registered = await register(kind, victimPlaybackId, organizer.key);
+    expect(registered.statusCode).toBe(201);
+
+    const replay = await register(kind, victimPlaybackId, attacker.key);
+    expect(replay.statusCode).toBe(403);
+    expect(replay.json().error).toMatchObject({ code: 'FORBIDDEN', details: { reason: 'playback_id_not_owned' } });
+    // The answer does not say whose media it is.
+    expect(JSON.stringify(replay.json())).not.toContain(organizer.workspaceId);
+
+    // Nothing of it is listed in the attacker's workspace, so it has nothing to mint a token for.
+    const listed = await asOrganizer(
+      'GET',
+      `/content/${kind === 'video' ? 'videos' : 'lives'}?limit=100`,
+      undefined,
+      attacker.key,
+    );
+    expect(listed.json().data).toEqual([]);
+  });
+
+  test.each([
+    ['video', 'assets'],
+    ['live', 'live-streams'],
+  ] as const)('media not yet registered by its owner is still refused to another workspace (%s)', async (kind, at) => {
+    const notYetRegistered = await createAtProvider(at);
+    const squat = await register(kind, notYetRegistered, attacker.key);
+    expect(squat.statusCode).toBe(403);
+    expect(squat.json().error.details.reason).toBe('playback_id_not_owned');
+    expect((await register(kind, notYetRegistered, organizer.key)).statusCode).toBe(201);
+  });
+
+  test("another workspace cannot move its own video or live onto the victim's playback id", async () => {
+    const own = await asOrganizer(
+      'POST',
+      '/content/videos',
+      { title: 'Own', providerAssetId: await createAtProvider('assets', attacker.workspaceId) },
+      attacker.key,
+    );
+    expect(own.statusCode).toBe(201);
+    const victim = await createVideo({ membersOnly: true });
+    const moved = await asOrganizer(
+      'PATCH',
+      `/content/videos/${own.json().data.id}`,
+      { providerAssetId: victim.providerAssetId },
+      attacker.key,
+    );
+    expect(moved.statusCode).toBe(403);
+
+    const ownLive = await asOrganizer(
+      'POST',
+      '/content/lives',
+      {
+        title: 'Own live',
+        providerStreamId: await createAtProvider('live-streams', attacker.workspaceId),
+        scheduledStartAt: new Date(Date.now() + 3_600_000).toISOString(),
+      },
+      attacker.key,
+    );
+    expect(ownLive.statusCode).toBe(201);
+    const victimLive = await createLive({ membersOnly: true });
+    const movedLive = await asOrganizer(
+      'PATCH',
+      `/content/lives/${ownLive.json().data.id}`,
+      { providerStreamId: victimLive.providerStreamId },
+      attacker.key,
+    );
+    expect(movedLive.statusCode).toBe(403);
+  });
+
+  test('a playback id unknown at the provider (422), without an owner (403) or of the other kind (422) is refused', async () => {
+    const unknown = await register('video', `asset${unique()}${unique()}`, organizer.key);
+    expect(unknown.statusCode).toBe(422);
+    expect(unknown.json().error.details.fields[0].field).toBe('body.providerAssetId');
+    const ownerless = await register('video', await createAtProvider('assets', null), organizer.key);
+    expect(ownerless.statusCode).toBe(403);
+    const liveAsVideo = await register('video', await createAtProvider('live-streams'), organizer.key);
+    expect(liveAsVideo.statusCode).toBe(422);
+    const videoAsLive = await register('live', await createAtProvider('assets'), organizer.key);
+    expect(videoAsLive.statusCode).toBe(422);
   });
 });
 
@@ -468,6 +597,8 @@ describe('configuration', () => {
     GATEWAY_B_API_KEY: 'real-identity-key',
     GATEWAY_B_SECRET_KEY: 'real-secret-key',
     SEATMAP_SECRET_KEY: 'real-seatmap-key',
+    // The providers are the sandbox's here: what this file checks is the playback key.
+    ALLOW_SANDBOX_PROVIDERS: 'true',
   };
 
   test('production refuses to start without the playback signing key, and accepts PEM, base64 PEM or JWK', () => {

@@ -115,6 +115,47 @@ describe('control characters in requests are refused with 422 (path 14)', () => 
     expectRefusedField(bell, 'body.description');
   });
 
+  test.each([
+    ['DEL', 'Ana\u007fGómez'],
+    ['a C1 control (NEL)', 'Ana\u0085Gómez'],
+    ['a C1 control (CSI)', 'Ana\u009b31mGómez'],
+    ['a bidi override (RLO)', 'Ana \u202eexe.txt'],
+    ['a bidi isolate (RLI)', 'Ana \u2067Gómez\u2069'],
+    ['a zero-width space', 'Ana\u200bGómez'],
+    ['a zero-width joiner', 'Ana\u200dGómez'],
+    ['a word joiner', 'Ana\u2060Gómez'],
+    ['a byte-order mark', '\ufeffAna Gómez'],
+  ])('a name carrying %s is refused with 422 naming the field', async (_label, name) => {
+    const response = await api.request({
+      method: 'POST',
+      url: '/api/v1/events',
+      headers: bearer(organizer.key),
+      payload: { name },
+    });
+    expectRefusedField(response, 'body.name');
+  });
+
+  test('prose keeps zero-width joiners (emoji, Persian) but not bidi overrides or C1 controls', async () => {
+    const family = 'Para toda la familia 👨\u200d👩\u200d👧 · می\u200cخواهم';
+    const created = await api.request({
+      method: 'POST',
+      url: '/api/v1/events',
+      headers: bearer(organizer.key),
+      payload: { name: 'Familia', description: family },
+    });
+    expect(created.statusCode).toBe(201);
+    expect(created.json().data.description).toBe(family);
+    for (const description of ['reversed \u202etxt.exe', 'control \u0090 here']) {
+      const refused = await api.request({
+        method: 'POST',
+        url: '/api/v1/events',
+        headers: bearer(organizer.key),
+        payload: { name: 'Prose', description },
+      });
+      expectRefusedField(refused, 'body.description');
+    }
+  });
+
   test('a reservation whose data the database refuses ends at once with 422, not after the reserve wait', async () => {
     // Past the HTTP validation (as a future route or a missed field would be): the checkout's reserve step is the
     // one that meets PostgreSQL's refusal and must not retry it.

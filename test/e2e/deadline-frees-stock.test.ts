@@ -123,7 +123,7 @@ describe('the deadline frees the stock before the checkout closes the sale', () 
     expect((await orderOf(next.token, next.order.saleId)).status).toBe('PENDING');
     expect(await available(event)).toBe(0);
 
-    // The new path (patch checkout-deadline-frees-stock) replays deterministically; its fixture is committed.
+    // This path replays deterministically (RECORD_WORKFLOW_HISTORIES=1 commits its history as a fixture).
     const recorded = writeHistory(
       showHistory(api.env.TEMPORAL_ADDRESS, checkoutWorkflowId(late.order.saleId)),
       'checkout-deadline-frees-stock-refunded',

@@ -25,6 +25,13 @@ function runDev(): ChildProcess {
   return spawn('bash', ['scripts/dev.sh'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
+/** The run's Redis URL on another index (eight further on, of the sixteen), for a stack that must not share it. */
+function ownRedisIndex(runUrl: string): string {
+  const url = new URL(runUrl);
+  url.pathname = `/${(Number(url.pathname.slice(1) || 0) + 8) % 16}`;
+  return url.href;
+}
+
 beforeAll(async () => {
   const [api = 0, temporal = 0, temporalUi = 0, sandbox = 0, smtp = 0] = await freePorts(5);
   ports = { api, temporal, temporalUi, sandbox, smtp };
@@ -38,6 +45,9 @@ beforeAll(async () => {
     SANDBOX_PORT: String(sandbox),
     SANDBOX_SMTP_PORT: String(smtp),
     DATABASE_URL: databaseUrl,
+    // A Redis index of its own too: a stack on another database that shares the run's Redis would take part in its
+    // waiting rooms (the room's leader reads the date from its own database, finds none and drops the room).
+    REDIS_URL: ownRedisIndex(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0'),
     DEV_STATE_DIR: stateDir,
     TICKETING_SKIP_INSTALL: '1',
     PUBLIC_ORIGIN: '',

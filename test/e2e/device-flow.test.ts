@@ -228,6 +228,35 @@ describe('the person decides on /device', () => {
     expect(second.json().error).toBe('invalid_grant');
   });
 
+  it('the approval page shows where and when the request came from, warns, and vouches for no client name (issue 31)', async () => {
+    const started = await api.request({
+      method: 'POST',
+      url: '/api/v1/auth/device/code',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ client_id: 'ticketing-cli' }).toString(),
+      remoteAddress: '203.0.113.77',
+    });
+    expect(started.statusCode).toBe(200);
+    const before = Date.now();
+    const decided = await approveDevice(api, {
+      email: organizer.email,
+      userCode: started.json().user_code,
+      decision: 'deny',
+    });
+    const page = decided.confirmationPage;
+    expect(elementText(page, 'requested-from')).toContain('203.0.113.77');
+    expect(elementData(page, 'requested-from', 'address')).toBe('203.0.113.77');
+    const at = Date.parse(elementData(page, 'requested-at', 'at') ?? '');
+    expect(Math.abs(at - before)).toBeLessThan(60_000);
+    expect(elementText(page, 'requested-at')).toMatch(/UTC/);
+    expect(elementText(page, 'warning')).toMatch(/deny/i);
+    // Whoever asked may call itself ticketing-cli: the page never presents that name as a trusted client.
+    const client = elementText(page, 'client-id') ?? '';
+    expect(client).toContain('ticketing-cli');
+    expect(client).toMatch(/cannot vouch/);
+    expect(client).not.toMatch(/command-line client/i);
+  });
+
   it('a read scope asked for gives a key that cannot write (READ_ONLY_KEY)', async () => {
     const login = await startLogin(fastPolls, { client_id: 'reporting-script', scope: 'read' });
     const decided = await approveDevice(fastPolls, {
@@ -393,6 +422,41 @@ describe('signing in on /device', () => {
     expect(await inbox(api.env.SANDBOX_URL, stranger)).toEqual([]);
   });
 
+  it('strangers typing wrong codes for the address never spend the owner’s code (issue 31)', async () => {
+    const person = await createOrganizer(api.orm.em.fork());
+    const ownerBrowser = new DeviceBrowser(api);
+    const start = await ownerBrowser.get('/device');
+    const asked = await ownerBrowser.postForm('/device/sign-in', {
+      email: person.email,
+      user_code: '',
+      csrf: formField(start.body, 'csrf') ?? '',
+    });
+    expect(asked.statusCode).toBe(200);
+    const mail = await waitForMail(api.env.SANDBOX_URL, person.email, (m) => /organizer sign-in code/i.test(m.subject));
+    const code = /(\d{6})/.exec(mail.subject)?.[1] ?? '';
+    const wrong = code === '000000' ? '000001' : '000000';
+    // Two strangers' browsers spend their whole per-address budget guessing: far past the code's shared attempts.
+    for (const stranger of [new DeviceBrowser(api), new DeviceBrowser(api)]) {
+      const page = await stranger.get('/device');
+      for (let i = 0; i < 10; i += 1) {
+        const guessed = await stranger.postForm('/device/sign-in/code', {
+          email: person.email,
+          code: wrong,
+          user_code: '',
+          csrf: formField(page.body, 'csrf') ?? '',
+        });
+        expect(guessed.statusCode).toBe(401);
+      }
+    }
+    const signedIn = await ownerBrowser.postForm('/device/sign-in/code', {
+      email: person.email,
+      code,
+      user_code: '',
+      csrf: formField(asked.body, 'csrf') ?? '',
+    });
+    expect(signedIn.statusCode).toBe(303);
+  });
+
   it('refuses a sign-in form that did not come from a page of this browser', async () => {
     const browser = new DeviceBrowser(api);
     const refused = await browser.postForm('/device/sign-in', {
@@ -432,5 +496,50 @@ describe('discovery documents', () => {
     );
     expect(JSON.stringify(token.responses['400'])).toContain('OAuthError');
     expect(token.security).toEqual([]);
+  });
+});
+
+describe('token revocation (RFC 7009): how a client logs out', () => {
+  const revoke = (payload: string, contentType = 'application/x-www-form-urlencoded') =>
+    api.request({ method: 'POST', url: '/api/v1/auth/revoke', headers: { 'content-type': contentType }, payload });
+  const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+
+  it('the holder of a read key ends it by presenting it; the key gets 401 from then on', async () => {
+    const holder = await createOrganizer(api.orm.em.fork());
+    expect((await api.request({ method: 'GET', url: '/api/v1/me', headers: bearer(holder.readKey) })).statusCode).toBe(
+      200,
+    );
+    const revoked = await revoke(
+      form({ token: holder.readKey, token_type_hint: 'access_token', client_id: 'ticketing-cli' }),
+    );
+    expect({ status: revoked.statusCode, body: revoked.json() }).toEqual({ status: 200, body: {} });
+    expect(revoked.headers['cache-control']).toBe('no-store');
+    expect((await api.request({ method: 'GET', url: '/api/v1/me', headers: bearer(holder.readKey) })).statusCode).toBe(
+      401,
+    );
+    // The same holder's other key is untouched.
+    expect((await api.request({ method: 'GET', url: '/api/v1/me', headers: bearer(holder.key) })).statusCode).toBe(200);
+  });
+
+  it('an unknown or already revoked token gets the same answer, so the endpoint tells nobody which strings are keys', async () => {
+    const holder = await createOrganizer(api.orm.em.fork());
+    expect((await revoke(JSON.stringify({ token: holder.key }), 'application/json')).json()).toEqual({});
+    const again = await revoke(form({ token: holder.key }));
+    const unknown = await revoke(form({ token: 'tkt_live_not-a-key-at-all-0000000000000000000000' }));
+    expect([again.statusCode, again.json(), unknown.statusCode, unknown.json()]).toEqual([200, {}, 200, {}]);
+  });
+
+  it('a request without a token is an OAuth invalid_request, and the discovery document names the endpoint', async () => {
+    const missing = await revoke(form({ client_id: 'ticketing-cli' }));
+    expect({ status: missing.statusCode, error: missing.json().error }).toEqual({
+      status: 400,
+      error: 'invalid_request',
+    });
+    const server = await api.request({ method: 'GET', url: '/.well-known/oauth-authorization-server' });
+    const origin = api.env.PUBLIC_ORIGIN.replace(/\/$/, '');
+    expect(server.json()).toMatchObject({
+      revocation_endpoint: `${origin}/api/v1/auth/revoke`,
+      revocation_endpoint_auth_methods_supported: ['none'],
+    });
   });
 });

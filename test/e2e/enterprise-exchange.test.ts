@@ -121,6 +121,19 @@ afterAll(async () => {
 });
 
 describe('POST /api/customer-auth/enterprise-exchange', () => {
+  test('is served under {base_url} too (contract 4.0): /api/v1/customer-auth/enterprise-exchange, same rules', async () => {
+    const enterprise = await createEnterprise([served.workspaceId]);
+    const token = await ssoToken(enterprise, { email: 'v1.exec@acme.test' });
+    const url = '/api/v1/customer-auth/enterprise-exchange';
+    const response = await api.request({ method: 'POST', url, payload: { token } });
+    expect(response.statusCode).toBe(200);
+    expect(response.json().data).toMatchObject({ session_token: expect.stringMatching(/^bs_/) });
+    // One token, one session, whichever address it is sent to.
+    const replayed = await api.request({ method: 'POST', url: EXCHANGE, payload: { token } });
+    expect(replayed.statusCode).toBe(401);
+    expect(replayed.json().error.details).toEqual({ reason: 'token_replayed' });
+  });
+
   test('a valid token becomes a buyer session that can reserve an event of a served workspace', async () => {
     const enterprise = await createEnterprise([served.workspaceId]);
     const response = await exchange(await ssoToken(enterprise, { email: 'Ana.Exec@Acme.test', name: 'Ana Exec' }));
@@ -150,6 +163,26 @@ describe('POST /api/customer-auth/enterprise-exchange', () => {
     expect(refused.json().error).toMatchObject({ code: 'NOT_FOUND', details: { reason: 'workspace_not_served' } });
     // The same buyer can still buy where the enterprise sells.
     expect((await reserveOrder(api, token, orderBody(await publishEvent(api, served)))).statusCode).toBe(201);
+  });
+
+  test('the public /orders refuses the session outside the enterprise’s workspaces too (issue 31)', async () => {
+    const enterprise = await createEnterprise([served.workspaceId]);
+    const token = await exchangedSession(enterprise);
+    const publicOrder = (event: { ticketTypeId: string }) =>
+      api.request({
+        method: 'POST',
+        url: '/api/public/orders',
+        headers: session(token),
+        payload: {
+          buyerEmail: 'ana.exec@acme.test',
+          buyerName: 'Ana Exec',
+          items: [{ ticketTypeId: event.ticketTypeId, quantity: 1 }],
+        },
+      });
+    const refused = await publicOrder(await publishEvent(api, notServed));
+    expect(refused.statusCode).toBe(404);
+    expect(refused.json().error).toMatchObject({ code: 'NOT_FOUND', details: { reason: 'workspace_not_served' } });
+    expect((await publicOrder(await publishEvent(api, served))).statusCode).toBe(200);
   });
 
   test('a purchase session or a membership signup in a workspace the enterprise does not serve is refused too', async () => {
@@ -302,12 +335,12 @@ describe('returnUrl follows the enterprise allowlist (contract 4.2)', () => {
       const order = await reserveOrder(api, await exchangedSession(enterprise), orderBody(event, 1, { returnUrl }));
       expect(order.statusCode).toBe(201);
       const saleId: string = order.json().data.saleId;
-      return { saleId, landing: await landingOf(saleId) };
+      return { saleId, landing: await landingOf(saleId), warnings: order.json().warnings };
     };
 
-    expect((await landingFor('https://shop.acme.test/thanks')).landing).toMatch(
-      /^https:\/\/shop\.acme\.test\/thanks\?reference=FT-/,
-    );
+    const kept = await landingFor('https://shop.acme.test/thanks');
+    expect(kept.warnings).toBeUndefined();
+    expect(kept.landing).toMatch(/^https:\/\/shop\.acme\.test\/thanks\?reference=FT-/);
     expect((await landingFor('https://bogota.acme-stores.test/ok')).landing).toMatch(
       /^https:\/\/bogota\.acme-stores\.test\/ok\?reference=FT-/,
     );
@@ -319,8 +352,10 @@ describe('returnUrl follows the enterprise allowlist (contract 4.2)', () => {
       // Allowed by RETURN_URL_ALLOWED_HOSTS for first-party buyers, but not by this enterprise.
       'http://localhost:5173/thanks',
     ]) {
-      const { saleId, landing } = await landingFor(returnUrl);
+      const { saleId, landing, warnings } = await landingFor(returnUrl);
       expect(landing).toContain(`/api/public/orders/${saleId}`);
+      // Ignored as contract 4.2 says (the purchase proceeds), and the answer says so (issue 31).
+      expect(warnings).toEqual([expect.objectContaining({ code: 'RETURN_URL_IGNORED', field: 'body.returnUrl' })]);
     }
   });
 

@@ -1,16 +1,4 @@
-/**
- * Contract part 3 and 4.3: one live purchase session per buyer, whatever the workspace. A newer session supersedes
- * the older one even when that one already placed its order: the order keeps its reservation and its seats, and the
- * old session id answers PURCHASE_SESSION_SUPERSEDED to payment POSTs.
- */
-import { randomUUID } from 'node:crypto';
-import {
-  legacyPurchaseSessionWorkflowId,
-  openPurchaseSessionUpdate,
-  purchaseSessionWorkflowId,
-  SA,
-} from '../../workflows/definitions.js';
-import type { purchaseSession } from '../../workflows/purchase-session.js';
+import { purchaseSessionWorkflowId, SA } from '../../workflows/definitions.js';
 import { createOrganizer, type Organizer } from '../support/fixtures.js';
 import {
   customerOrder,
@@ -112,43 +100,6 @@ test("a session opened in another workspace supersedes the buyer's live one and 
   // One execution for the buyer, found in the Temporal UI under the workspace of its live session.
   const described = await api.services.temporal.workflow.getHandle(purchaseSessionWorkflowId(buyerId)).describe();
   expect(described.typedSearchAttributes.get(SA.workspaceId)).toBe(second.workspaceId);
-});
-
-test('a session from the per-workspace executions still orders, until the buyer opens one: then it is superseded', async () => {
-  const event = await seatedEvent(api, first);
-  const token = await signInBuyer(api, email());
-  const buyerId = await buyerIdOf(api, token);
-  // What the API did before sessions were per buyer: an execution per workspace and the session id's workspace.
-  const legacy = await api.services.temporal.workflow.start<typeof purchaseSession>('purchaseSession', {
-    workflowId: legacyPurchaseSessionWorkflowId(first.workspaceId, buyerId),
-    taskQueue: api.env.TEMPORAL_TASK_QUEUE,
-    args: [{ workspaceId: first.workspaceId, buyerId }],
-    typedSearchAttributes: [{ key: SA.workspaceId, value: first.workspaceId }],
-  });
-  const oldId = randomUUID();
-  const old = await legacy.executeUpdate(openPurchaseSessionUpdate, {
-    args: [{ sessionId: oldId, eventDateId: event.eventDateId, expiresInMinutes: 15 }],
-  });
-  await api.services.redis.set(`purchase-session:${oldId}`, first.workspaceId, 'EX', 600);
-  await seatMapOf(api).hold({ eventKey: event.eventDateId, labels: ['A-3'], holdToken: old.holdToken });
-
-  const placed = await api.request({
-    method: 'POST',
-    url: '/api/v1/customer/orders',
-    headers: { ...session(token), 'x-purchase-session': oldId },
-    payload: seatOrder(event, 'A-3', old.holdToken),
-  });
-  expect(placed.statusCode).toBe(201);
-  const saleId = placed.json().data.saleId as string;
-  expect((await readSession(token, oldId)).state).toBe('ORDERED');
-  expect((await openPayment(token, saleId, oldId)).statusCode).toBe(200);
-
-  await openPurchaseSession(api, token, event.eventDateId);
-  expect((await readSession(token, oldId)).state).toBe('SUPERSEDED');
-  const refused = await openPayment(token, saleId, oldId);
-  expect(refused.statusCode).toBe(409);
-  expect(refused.json().error.code).toBe('PURCHASE_SESSION_SUPERSEDED');
-  expect((await customerOrder(api, token, saleId)).status).toBe('PENDING');
 });
 
 test('general admission: a newer session in another workspace supersedes the one an order was placed with', async () => {

@@ -140,7 +140,7 @@ describe('tenant isolation: another workspace’s key sees nothing of ours', () 
         expect(body.data.sales.confirmed).toBe(0);
         expect(body.data.memberships.active).toBe(0);
       }
-      if (url === '/reports/reconciliation') expect(body.data.rows).toEqual([]);
+      if (url === '/reports/reconciliation') expect(body.meta.totals.sales).toBe(0);
       if (Array.isArray(body?.data)) expect(body.data).toEqual([]);
     }
   });
@@ -242,8 +242,10 @@ describe('the reports', () => {
   });
 
   test('reconciliation: the card sale was charged its total once, nothing flagged; offline sales expect nothing at the gateway', async () => {
-    const { data, page } = (await get(viewer.readKey, '/reports/reconciliation')).json();
-    const byId = new Map(data.rows.map((row: { saleId: string }) => [row.saleId, row]));
+    const { data, page, meta } = (await get(viewer.readKey, '/reports/reconciliation')).json();
+    // The list envelope: the page's rows are data; the totals over the whole filter are meta.
+    expect(Array.isArray(data)).toBe(true);
+    const byId = new Map(data.map((row: { saleId: string }) => [row.saleId, row]));
     expect(byId.get(sales.card.id)).toMatchObject({
       status: 'CONFIRMED',
       gateway: 'GATEWAY_A',
@@ -256,7 +258,7 @@ describe('the reports', () => {
       mismatchReason: null,
     });
     expect(byId.get(sales.boxOffice.id)).toMatchObject({ expectedAtGateway: 0, charged: 0, mismatch: false });
-    expect(data.totals).toMatchObject({
+    expect(meta.totals).toMatchObject({
       mismatches: 0,
       charged: sales.card.total,
       confirmedAmount: sales.card.total + sales.boxOffice.total,
@@ -264,13 +266,121 @@ describe('the reports', () => {
     expect(page.hasMore).toBe(false);
 
     const first = (await get(viewer.readKey, '/reports/reconciliation?limit=1')).json();
-    expect(first.data.rows).toHaveLength(1);
+    expect(first.data).toHaveLength(1);
     expect(first.page.hasMore).toBe(true);
     const second = (
       await get(viewer.readKey, `/reports/reconciliation?limit=1&cursor=${first.page.nextCursor}`)
     ).json();
-    expect(second.data.rows[0].saleId).not.toBe(first.data.rows[0].saleId);
-    expect(second.data.totals).toEqual(first.data.totals);
+    expect(second.data[0].saleId).not.toBe(first.data[0].saleId);
+    expect(second.meta.totals).toEqual(first.meta.totals);
+  });
+});
+
+describe('report lists page with limit and cursor, with a truthful hasMore', () => {
+  /** Another workspace with two events, three dates and five ticket types, so every list has several rows. */
+  let owner: Organizer;
+  beforeAll(async () => {
+    owner = await createOrganizer(api.orm.em.fork(), { role: 'ADMIN' });
+    const day = 86_400_000;
+    for (const name of ['Bambuco', 'Cumbia']) {
+      await createEventFixture(api.orm.em.fork(), {
+        workspaceId: owner.workspaceId,
+        name,
+        dates: [
+          {
+            startsAt: new Date(Date.now() + 10 * day),
+            types: [
+              { price: 1000, capacity: 5 },
+              { price: 2000, capacity: 5 },
+            ],
+          },
+          ...(name === 'Bambuco'
+            ? [{ startsAt: new Date(Date.now() + 20 * day), types: [{ price: 1000, capacity: 5 }] }]
+            : []),
+        ],
+      });
+    }
+  });
+
+  /** Walks a list page by page with `limit`, answering every row seen and each page's hasMore. */
+  async function walk(url: string, limit: number) {
+    const rows: unknown[] = [];
+    const hasMore: boolean[] = [];
+    let cursor: string | null = null;
+    do {
+      const separator = url.includes('?') ? '&' : '?';
+      const response = await get(owner.readKey, `${url}${separator}limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(response.statusCode).toBe(200);
+      const body = response.json();
+      rows.push(...body.data);
+      hasMore.push(body.page.hasMore);
+      expect(body.page.nextCursor === null).toBe(!body.page.hasMore);
+      cursor = body.page.nextCursor;
+    } while (cursor);
+    return { rows, hasMore };
+  }
+
+  test.each([
+    ['/reports/inventory', 5],
+    ['/reports/by-event', 2],
+    ['/reports/financials', 3],
+  ])(
+    '%s: one row per page walks the whole list once, in order; hasMore is false on the last page only',
+    async (url, total) => {
+      const whole = (await get(owner.readKey, `${url}?limit=100`)).json();
+      expect(whole.data).toHaveLength(total);
+      expect(whole.page).toEqual({ nextCursor: null, hasMore: false });
+      const paged = await walk(url, 1);
+      expect(paged.rows).toEqual(whole.data);
+      expect(paged.hasMore).toEqual([...Array(total - 1).fill(true), false]);
+      const firstTwo = (await get(owner.readKey, `${url}?limit=2`)).json();
+      expect(firstTwo.data).toEqual(whole.data.slice(0, 2));
+    },
+  );
+
+  test.each(['/reports/inventory', '/reports/by-event', '/reports/financials'])(
+    '%s: a cursor that is not one of its own is 422',
+    async (url) => {
+      const foreign = (await get(owner.readKey, '/reports/reconciliation?limit=1')).json().page.nextCursor ?? 'bm9wZQ';
+      for (const cursor of ['garbage', foreign]) {
+        const response = await get(owner.readKey, `${url}?cursor=${cursor}`);
+        expect(response.statusCode).toBe(422);
+        expect(response.json().error.code).toBe('VALIDATION_FAILED');
+      }
+    },
+  );
+});
+
+describe('report ranges are bounded', () => {
+  test.each([
+    ['/reports/timeseries?from=1800-01-01', 366],
+    ['/reports/timeseries?from=2024-01-01&to=2026-01-01', 366],
+    ['/reports/timeseries?interval=week&from=2016-01-01&to=2026-01-01', 261],
+    ['/reports/timeseries?interval=month&from=2016-01-01&to=2026-01-01', 120],
+  ])('%s → 422 VALIDATION_FAILED that says the limit (%i points)', async (url, limit) => {
+    const response = await get(viewer.readKey, url);
+    expect(response.statusCode).toBe(422);
+    const { error } = response.json();
+    expect(error).toMatchObject({ code: 'VALIDATION_FAILED', details: { limit } });
+    expect(error.message).toContain(`at most ${limit} points`);
+    expect(error.details.fields[0].field).toBe('querystring.from');
+  });
+
+  test('a series at the limit is answered: a whole leap year of days, ten years of months', async () => {
+    const days = await get(viewer.readKey, '/reports/timeseries?from=2024-01-01&to=2024-12-31');
+    expect(days.statusCode).toBe(200);
+    expect(days.json().data.points).toHaveLength(366);
+    const months = await get(viewer.readKey, '/reports/timeseries?interval=month&from=2017-01-01&to=2026-12-31');
+    expect(months.statusCode).toBe(200);
+    expect(months.json().data.points).toHaveLength(120);
+  });
+
+  test('every list report answers at most 100 rows a page: a larger limit is 422', async () => {
+    for (const url of ['/reports/inventory', '/reports/by-event', '/reports/financials', '/reports/reconciliation']) {
+      const response = await get(viewer.readKey, `${url}?limit=101`);
+      expect(response.statusCode).toBe(422);
+      expect(response.json().error.details.fields[0].field).toBe('querystring.limit');
+    }
   });
 });
 
@@ -399,9 +509,29 @@ describe('exports', () => {
     expect(body.data).toHaveLength(5000);
     expect(body.page.hasMore).toBe(true);
     expect(body.warnings).toEqual([expect.objectContaining({ code: 'EXPORT_TRUNCATED' })]);
+    // The list envelope's cursor (issue 31): the same request with it answers the rest, with no row twice.
+    expect(body.page.nextCursor).toEqual(expect.any(String));
+    const rest = await get(
+      owner.readKey,
+      `/reports/exports/attendees?cursor=${encodeURIComponent(body.page.nextCursor)}`,
+    );
+    expect(rest.statusCode).toBe(200);
+    expect(rest.headers['x-export-truncated']).toBe('false');
+    const restBody = rest.json();
+    expect(restBody.page).toEqual({ nextCursor: null, hasMore: false });
+    expect(restBody.data).toHaveLength(1);
+    const codes = new Set([...body.data, ...restBody.data].map((row: { ticketCode: string }) => row.ticketCode));
+    expect(codes.size).toBe(5001);
     const csv = await get(owner.readKey, '/reports/exports/attendees?format=csv');
     expect(csv.headers['x-export-truncated']).toBe('true');
+    expect(csv.headers['x-export-next-cursor']).toBe(body.page.nextCursor);
     expect(csv.body.split('\r\n').filter(Boolean)).toHaveLength(5001);
+    // A cursor of another export (or none of ours) is refused, never read as a position.
+    const foreign = await get(
+      owner.readKey,
+      `/reports/exports/buyers?cursor=${encodeURIComponent(body.page.nextCursor)}`,
+    );
+    expect(foreign.statusCode).toBe(422);
   });
 });
 

@@ -141,6 +141,11 @@ describe('refund (POST /sales/{id}/refund)', () => {
         .map((e) => e.activityTaskStartedEventAttributes?.attempt)
         .filter((attempt): attempt is number => typeof attempt === 'number');
       expect(Math.max(...attempts)).toBe(3);
+      // The gateway refund ran on the rate-limited provider queue, never in the checkouts' slots.
+      const refundStep = (history.events ?? [])
+        .map((e) => e.activityTaskScheduledEventAttributes)
+        .find((scheduled) => scheduled?.activityType?.name === 'refundAtGateway');
+      expect(refundStep?.taskQueue?.name).toMatch(/-providers$/);
       expect(await gatewayARefunds(charge.paymentId)).toHaveLength(1);
       expect(await available(api, organizer, event.ticketTypeId)).toBe(5);
     } finally {

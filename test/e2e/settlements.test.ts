@@ -8,7 +8,6 @@ import { extractText, getDocumentProxy } from 'unpdf';
 import { statementMoney } from '../../activities/settlement-statement.js';
 import { workflowRefusal } from '../../config/workflow-refusals.js';
 import { GATEWAY_COSTS } from '../../domain/settlement.js';
-import { newId } from '../../entities/ids.js';
 import { runOperator } from '../../scripts/operator.js';
 import { ensureSettlementSweepSchedule } from '../../worker/schedules.js';
 import {
@@ -46,14 +45,28 @@ afterAll(async () => {
 
 // ── fixtures ────────────────────────────────────────────────────────────────────────────────────────────────
 
-/** Payout accounts have no organizer route yet; like users, they are the one row a test writes directly. */
+/** Payout accounts are added as an operator adds them (npm run operator -- payout-accounts add). */
 async function payoutAccount(workspaceId: string, percentage: number): Promise<string> {
-  const id = newId();
-  await api.orm.em.fork().execute(
-    `insert into payout_accounts (id, created_at, updated_at, workspace_id, holder_name, bank_name, account_last4,
-       default_percentage, active) values (?, now(), now(), ?, 'Producciones SAS', 'Banco Uno', '1234', ?, true)`,
-    [id, workspaceId, percentage],
+  const lines: string[] = [];
+  const code = await runOperator(
+    [
+      'payout-accounts',
+      'add',
+      '--workspace',
+      workspaceId,
+      '--holder',
+      'Producciones SAS',
+      '--bank',
+      'Banco Uno',
+      '--last4',
+      '1234',
+      '--percentage',
+      String(percentage),
+    ],
+    { orm: api.orm, env: api.env, print: (line) => lines.push(line) },
   );
+  const id = /^added ([0-9a-f-]{36}) /m.exec(lines.join('\n'))?.[1];
+  if (code !== 0 || !id) throw new Error(`payout-accounts add → ${code}: ${lines.join('\n')}`);
   return id;
 }
 
@@ -443,6 +456,14 @@ describe('refunds after a settlement was sent', () => {
     } while (cursor);
     expect(paged).toEqual(whole);
     expect([...whole].sort().reverse()).toEqual(whole);
+
+    // Contract 4.9: the cursor is the id of the last row of the previous page, as a client reads it off the list.
+    const afterFirst = await get(admin, `/settlements?limit=100&cursor=${whole[0]}`);
+    expect(afterFirst.statusCode).toBe(200);
+    expect(afterFirst.json().data.map((each: { id: string }) => each.id)).toEqual(whole.slice(1));
+    const firstPage = (await get(admin, '/settlements?limit=1')).json();
+    expect(firstPage.page.nextCursor).toBe(whole[0]);
+    expect((await get(admin, '/settlements?cursor=not-a-row')).statusCode).toBe(422);
   }, 240_000);
 });
 

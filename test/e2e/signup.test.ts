@@ -232,13 +232,14 @@ describe('sign-up input and limits', () => {
     expect(fields).toEqual(expect.arrayContaining(['body.email', 'body.name']));
   });
 
-  it('is rate limited per email, whatever address the requests come from', async () => {
+  it('is rate limited per email from each client address, so a stranger cannot block the owner (issue 31)', async () => {
     const email = uniqueEmail('flooded');
-    const { points } = api.app.rateLimits.limits.signUpPerEmail;
+    const stranger = nextAddress();
+    const { points } = api.app.rateLimits.limits.signUpPerEmailAndClient;
     for (let attempt = 0; attempt < points; attempt += 1) {
-      expect((await signUp(api, { email, name: 'Flood Target' })).statusCode).toBe(202);
+      expect((await signUp(api, { email, name: 'Flood Target' }, stranger)).statusCode).toBe(202);
     }
-    const refused = await signUp(api, { email, name: 'Flood Target' });
+    const refused = await signUp(api, { email, name: 'Flood Target' }, stranger);
     expect(refused.statusCode).toBe(429);
     expect(refused.json().error.code).toBe('RATE_LIMITED');
     expect(refused.headers['retry-after']).toBeDefined();
@@ -249,6 +250,14 @@ describe('sign-up input and limits', () => {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     expect(await inbox(api.env.SANDBOX_URL, email)).toHaveLength(points);
+
+    // The owner, from their own address, still signs up and gets a working link.
+    const owner = nextAddress();
+    expect((await signUp(api, { email, name: 'Real Owner' }, owner)).statusCode).toBe(202);
+    const mails = async () => (await inbox(api.env.SANDBOX_URL, email)).length;
+    const until = Date.now() + 20_000;
+    while ((await mails()) <= points && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await mails()).toBe(points + 1);
   });
 
   it('is rate limited per client address', async () => {

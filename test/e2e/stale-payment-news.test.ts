@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { notifyCheckout } from '../../api/routes/webhooks/gateways.js';
+import { notifyCheckout } from '../../api/services/payment-notifications.js';
 import {
   checkoutWorkflowId,
   type PaymentNotification,
@@ -119,7 +119,7 @@ test('news that a rejected transfer is still pending, arriving after the rejecti
   const handle = api.services.temporal.workflow.getHandle(checkoutWorkflowId(sale.saleId));
   await handle.signal(paymentNotificationSignal, staleReadOf(paymentId));
   await signalsProcessed(handle);
-  // Patch `checkout-ignore-stale-pending-news`: the committed fixture of this path replays with the others.
+  // This path replays deterministically (RECORD_WORKFLOW_HISTORIES=1 commits its history as a fixture).
   await expectRejectionShown(sale.saleId, token, 'PENDING', 'checkout-stale-pending-news-ignored');
 });
 

@@ -28,6 +28,7 @@ import { nodeFlagsFor } from '../../config/node-flags.js';
 import { connectTemporalClient } from '../../config/temporal.js';
 import { ormConfig } from '../../entities/orm.js';
 import { GatewayAClient } from '../../integrations/gateway-a/client.js';
+import { dropDatabase } from '../../scripts/support/database.js';
 import {
   freePorts,
   httpOk,
@@ -37,6 +38,7 @@ import {
   waitFor,
 } from '../../scripts/support/processes.js';
 import { startTemporalDevServer } from '../../scripts/support/temporal.js';
+import { freeLowPorts, startTemporalServer } from '../../scripts/support/temporal-server.js';
 import { healthProbeWorkflowId } from '../../workflows/definitions.js';
 import { createOrganizer } from '../support/fixtures.js';
 import { checkInvariants, type InvariantReport } from './invariants.js';
@@ -65,8 +67,11 @@ export interface FaultStack {
   organizerKey: string;
   /** SIGKILL (or another signal) the worker, then start a new one and wait until it runs workflows. */
   restartWorker(signal?: NodeJS.Signals): Promise<void>;
-  /** Starts one more worker process on the same task queue (a second replica); stopped with the stack. */
-  startExtraWorker(label: string): Promise<ManagedProcess>;
+  /**
+   * Starts one more worker process on the same task queue (a second replica, or with `env` another release); stopped
+   * with the stack.
+   */
+  startExtraWorker(label: string, env?: Record<string, string>): Promise<ManagedProcess>;
   restartApi(signal?: NodeJS.Signals): Promise<void>;
   /** Stops the test's own Temporal dev server and starts it again on the same ports and state file. */
   restartTemporal(signal?: NodeJS.Signals): Promise<void>;
@@ -89,13 +94,22 @@ export interface FaultStackOptions {
   paymentWindowMs: number;
   /** Start a Temporal dev server for this test alone (to restart it). */
   ownTemporal?: boolean;
+  /**
+   * Start, for this test alone, the Temporal server the production profile runs: persistence and visibility on
+   * PostgreSQL (scripts/support/temporal-server.ts), instead of the dev server on SQLite.
+   */
+  temporalOnPostgres?: boolean;
+  /** More environment for the stack's API and worker (Worker Versioning, shorter grace periods). */
+  env?: Record<string, string>;
 }
 
 export async function startFaultStack(name: string, options: FaultStackOptions): Promise<FaultStack> {
   const base = faultEnv();
   const logDir = join(ROOT, '.dev', 'test-logs', `faults-${process.ppid}`);
   mkdirSync(logDir, { recursive: true });
-  const [apiPort = 0, temporalPort = 0, temporalUiPort = 0] = await freePorts(3);
+  const [apiPort = 0, temporalPort = 0, temporalUiPort = 0] = options.temporalOnPostgres
+    ? await freeLowPorts(3)
+    : await freePorts(3);
   const temporalDb = join(base.TEST_WORK_DIR ?? logDir, `faults-${name}-${randomUUID().slice(0, 6)}.sqlite`);
   const env: Record<string, string> = {
     ...base,
@@ -110,7 +124,8 @@ export async function startFaultStack(name: string, options: FaultStackOptions):
     // with it; disabled, it pauses the Schedule for the rest of the run (the fault tests do not rely on it).
     RECONCILER_ENABLED: 'false',
     DATABASE_POOL_MAX: '5',
-    ...(options.ownTemporal ? { TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}` } : {}),
+    ...(options.ownTemporal || options.temporalOnPostgres ? { TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}` } : {}),
+    ...options.env,
   };
   const temporalOptions = {
     port: temporalPort,
@@ -118,12 +133,12 @@ export async function startFaultStack(name: string, options: FaultStackOptions):
     dbFile: temporalDb,
     logFile: join(logDir, `${name}-temporal.log`),
   };
-  const node = (role: string, entry: string) =>
+  const node = (role: string, entry: string, extraEnv: Record<string, string> = {}) =>
     startProcess({
       name: `${name}-${role}`,
       command: process.execPath,
       args: [...nodeFlagsFor(entry), '--import', 'tsx', entry],
-      env,
+      env: { ...env, ...extraEnv },
       cwd: ROOT,
       logFile: join(logDir, `${name}-${role}.log`),
     });
@@ -166,14 +181,39 @@ export async function startFaultStack(name: string, options: FaultStackOptions):
     await waitForWorker();
   };
 
+  // Disposable names (scripts/support/database.ts drops only *_test_<suffix>).
+  const serverSuffix = randomUUID().slice(0, 6);
+  const serverDatabases = {
+    databaseUrl: env.DATABASE_URL ?? '',
+    persistence: `faults_${name.replace(/\W/g, '_')}_temporal_test_${serverSuffix}`,
+    visibility: `faults_${name.replace(/\W/g, '_')}_visibility_test_${serverSuffix}`,
+  };
   const stop = async () => {
     for (const child of [...started].reverse()) await child.stop('SIGTERM', 10_000).catch(() => undefined);
     http.close();
     await pool.end().catch(() => undefined);
+    if (options.temporalOnPostgres) {
+      for (const database of [serverDatabases.persistence, serverDatabases.visibility]) {
+        const url = new URL(serverDatabases.databaseUrl);
+        url.pathname = `/${database}`;
+        await dropDatabase(url.toString()).catch(() => undefined);
+      }
+    }
   };
   try {
     if (options.ownTemporal) {
       temporal = await startTemporalDevServer(temporalOptions);
+      started.push(temporal);
+    } else if (options.temporalOnPostgres) {
+      temporal = await startTemporalServer({
+        ...serverDatabases,
+        port: temporalPort,
+        uiPort: temporalUiPort,
+        shards: 4,
+        workDir: join(base.TEST_WORK_DIR ?? logDir, `faults-${name}-temporal-${randomUUID().slice(0, 6)}`),
+        logFile: join(logDir, `${name}-temporal-server.log`),
+        uiLogFile: join(logDir, `${name}-temporal-ui.log`),
+      });
       started.push(temporal);
     }
     await Promise.all([startApi(), startWorker()]);
@@ -199,8 +239,8 @@ export async function startFaultStack(name: string, options: FaultStackOptions):
         await worker?.stop(signal, 5000);
         await startWorker();
       },
-      async startExtraWorker(label: string) {
-        const extra = node(`worker-${label}`, 'worker/main.ts');
+      async startExtraWorker(label: string, extraEnv: Record<string, string> = {}) {
+        const extra = node(`worker-${label}`, 'worker/main.ts', extraEnv);
         started.push(extra);
         return extra;
       },

@@ -98,6 +98,18 @@ describe('discounts: create and update', () => {
     expect(read.json().data.find((d: { id: string }) => d.id === fractional.id)?.value).toBe(12.5);
   });
 
+  test('a FIXED value the column cannot hold is refused with 422, never a 500; the largest order subtotal is taken', async () => {
+    for (const value of [300_000_001, 10_000_000_000, 1_000_000_000_000]) {
+      const response = await call('POST', '/discounts', admin.key, { code: uniqueCode(), type: 'FIXED', value });
+      expect(response.statusCode).toBe(422);
+      expect(fieldsOf(response)).toEqual(['body.value']);
+    }
+    const largest = await createDiscount({ type: 'FIXED', value: 300_000_000 });
+    expect(largest).toMatchObject({ type: 'FIXED', value: 300_000_000 });
+    const patched = await call('PATCH', `/discounts/${largest.id}`, admin.key, { value: 10_000_000_000 });
+    expect(patched.statusCode).toBe(422);
+  });
+
   test('a code with spaces or symbols, an unknown event and an inverted window are refused naming the field', async () => {
     const badCode = await call('POST', '/discounts', admin.key, { code: 'NO SPACES!', type: 'PERCENT', value: 5 });
     expect(fieldsOf(badCode)).toEqual(['body.code']);

@@ -103,17 +103,78 @@ describe('events: create, read, update', () => {
     expect(again.slug).toMatch(/^rock-al-parque-edicion-nandu/);
   });
 
-  test('a slug already used by any event is refused with 409 ALREADY_EXISTS naming body.slug', async () => {
+  test('a slug used by an event of the same workspace, or by a published event anywhere, is 409 naming body.slug', async () => {
     const slug = `unique-${newId().slice(-8)}`;
     await createEvent(admin.key, { slug });
-    const other = await createOrganizer(api.orm.em.fork());
-    const duplicate = await call('POST', '/events', other.key, { name: 'Other', slug });
-    expect(duplicate.statusCode).toBe(409);
-    expect(duplicate.json().error.code).toBe('ALREADY_EXISTS');
-    expect(fieldsOf(duplicate)).toEqual(['body.slug']);
     const mine = await createEvent(admin.key, { name: 'Mine' });
-    const patched = await call('PATCH', `/events/${mine.id}`, admin.key, { slug });
-    expect(patched.statusCode).toBe(409);
+    for (const duplicate of [
+      await call('POST', '/events', admin.key, { name: 'Again', slug }),
+      await call('PATCH', `/events/${mine.id}`, admin.key, { slug }),
+    ]) {
+      expect(duplicate.statusCode).toBe(409);
+      expect(duplicate.json().error.code).toBe('ALREADY_EXISTS');
+      expect(fieldsOf(duplicate)).toEqual(['body.slug']);
+    }
+    // A published event's slug is its public address: taken for everyone (saying so reveals nothing).
+    const publicSlug = `public-${newId().slice(-8)}`;
+    const published = await createEvent(admin.key, { slug: publicSlug });
+    const date = await addDate(admin.key, published.id);
+    await addTicketType(admin.key, published.id, date.id);
+    expect((await call('POST', `/events/${published.id}/publish`, admin.key)).statusCode).toBe(200);
+    const other = await createOrganizer(api.orm.em.fork());
+    const taken = await call('POST', '/events', other.key, { name: 'Other', slug: publicSlug });
+    expect(taken.statusCode).toBe(409);
+    expect(fieldsOf(taken)).toEqual(['body.slug']);
+  });
+
+  test('another workspace’s unpublished slug can be neither probed nor squatted (issue 31)', async () => {
+    const slug = `secret-tour-${newId().slice(-8)}`;
+    const victim = await createOrganizer(api.orm.em.fork());
+    const draft = await createEvent(victim.key, { name: 'Unannounced tour', slug });
+    const prober = await createOrganizer(api.orm.em.fork());
+    // The answer is the one a free slug gets: nothing says the victim's draft exists.
+    const probe = await call('POST', '/events', prober.key, { name: 'Probe', slug });
+    expect(probe.statusCode).toBe(201);
+    expect(probe.json().data.slug).toBe(slug);
+    const squat = await createOrganizer(api.orm.em.fork());
+    const renamed = await createEvent(squat.key, { name: 'Squat' });
+    expect((await call('PATCH', `/events/${renamed.id}`, squat.key, { slug })).statusCode).toBe(200);
+
+    // The first to publish keeps the public address; the others learn it then, when it is public.
+    const date = await addDate(victim.key, draft.id);
+    await addTicketType(victim.key, draft.id, date.id);
+    expect((await call('POST', `/events/${draft.id}/publish`, victim.key)).statusCode).toBe(200);
+    const storefront = await api.request({ method: 'GET', url: `/api/public/events/${slug}` });
+    expect(storefront.statusCode).toBe(200);
+    expect(storefront.json().data.id).toBe(draft.id);
+    const probeEvent = probe.json().data;
+    const probeDate = await addDate(prober.key, probeEvent.id);
+    await addTicketType(prober.key, probeEvent.id, probeDate.id);
+    const late = await call('POST', `/events/${probeEvent.id}/publish`, prober.key);
+    expect(late.statusCode).toBe(409);
+    expect(late.json().error).toMatchObject({ code: 'ALREADY_EXISTS', details: { reason: 'slug_taken' } });
+  });
+
+  test('slugs the service uses are reserved (422 naming body.slug); a name that lands on one gets a suffix', async () => {
+    for (const slug of ['admin', 'checkout', 'ticketing']) {
+      const reserved = await call('POST', '/events', admin.key, { name: 'X', slug });
+      expect(reserved.statusCode).toBe(422);
+      expect(fieldsOf(reserved)).toEqual(['body.slug']);
+    }
+    const named = await createEvent(admin.key, { name: 'Admin' });
+    expect(named.slug).toMatch(/^admin-[0-9a-f]{6}$/);
+    const workspace = await call('POST', '/workspaces', admin.key, { name: 'Support', slug: 'support' });
+    expect(workspace.statusCode).toBe(422);
+  });
+
+  test('a workspace slug another tenant uses is accepted: it is a label, so creating one reveals no tenant (issue 31)', async () => {
+    const slug = `teatro-${newId().slice(-8)}`;
+    const first = await call('POST', '/workspaces', admin.key, { name: 'Teatro', slug });
+    expect(first.statusCode).toBe(201);
+    const other = await createOrganizer(api.orm.em.fork());
+    const second = await call('POST', '/workspaces', other.key, { name: 'Teatro', slug });
+    expect(second.statusCode).toBe(201);
+    expect(second.json().data.slug).toBe(slug);
   });
 
   test('venueId must name a venue of the same workspace (422 body.venueId otherwise)', async () => {
@@ -316,9 +377,36 @@ describe('event dates', () => {
       paymentWindowMinutes: 30,
       virtualQueue: false,
       queueAdmissionsPerMinute: 60,
+      queueMinActive: null,
+      queueMaxActive: null,
       seatMapChartKey: null,
       createdAt: expect.any(String),
     });
+  });
+
+  test("a waiting room's floor and ceiling of active buyers are set, patched, and the floor never above the ceiling", async () => {
+    const event = await createEvent(admin.key);
+    const created = await call('POST', `/events/${event.id}/dates`, admin.key, {
+      startsAt: '2027-03-01T20:00:00-05:00',
+      virtualQueue: true,
+      queueMinActive: 5,
+      queueMaxActive: 300,
+    });
+    expect(created.statusCode).toBe(201);
+    expect(created.json().data).toMatchObject({ queueMinActive: 5, queueMaxActive: 300 });
+    const refused = await call('POST', `/events/${event.id}/dates`, admin.key, {
+      startsAt: '2027-03-01T20:00:00-05:00',
+      queueMinActive: 50,
+      queueMaxActive: 20,
+    });
+    expect(refused.statusCode).toBe(422);
+    expect(JSON.stringify(refused.json().error.details)).toContain('body.queueMaxActive');
+    const dateId = created.json().data.id;
+    const lowered = await call('PATCH', `/events/${event.id}/dates/${dateId}`, admin.key, { queueMaxActive: 4 });
+    expect(lowered.statusCode).toBe(422);
+    const patched = await call('PATCH', `/events/${event.id}/dates/${dateId}`, admin.key, { queueMaxActive: null });
+    expect(patched.statusCode).toBe(200);
+    expect(patched.json().data).toMatchObject({ queueMinActive: 5, queueMaxActive: null });
   });
 
   test('POST with { dates: [...] } adds several dates at once', async () => {

@@ -155,6 +155,18 @@ describe('membership plans: lists', () => {
     expect(active.json().data.map((s: Row) => s.name)).toEqual(['Carla', 'Ana']);
     expect((await call('GET', `/membership-plans/${newId()}/subscribers`, admin.readKey)).statusCode).toBe(404);
   });
+
+  test('below ADMIN the subscriber list (buyer names and emails) is refused, as its export is (issue 31)', async () => {
+    const plan = await createPlan();
+    await subscribe(plan.id, 'ACTIVE', 'Ana');
+    for (const role of ['VIEWER', 'STAFF', 'MINCULTURA'] as const) {
+      const member = await createOrganizer(api.orm.em.fork(), { workspaceId: admin.workspaceId, role });
+      const refused = await call('GET', `/membership-plans/${plan.id}/subscribers`, member.key);
+      expect(refused.statusCode).toBe(403);
+      expect(refused.json().error.code).toBe('INSUFFICIENT_ROLE');
+      expect(refused.body).not.toContain('Ana');
+    }
+  });
 });
 
 describe('membership plans: soft delete', () => {

@@ -204,6 +204,37 @@ describe('ticket types: create and read', () => {
     expect(fieldsOf(negative).sort()).toEqual(['body.capacity', 'body.price']);
   });
 
+  test('amounts the columns cannot hold are refused with 422 naming the field, never a 500', async () => {
+    const ids = await eventWithDate();
+    for (const field of ['price', 'serviceFeeFixed', 'seatingSurcharge']) {
+      for (const amount of [10_000_001, 3_000_000_000, 1_000_000_000_000]) {
+        const response = await call('POST', '/ticket-types', admin.key, {
+          ...ids,
+          name: 'Too dear',
+          price: 1000,
+          capacity: 10,
+          [field]: amount,
+        });
+        expect(response.statusCode).toBe(422);
+        expect(fieldsOf(response)).toEqual([`body.${field}`]);
+      }
+    }
+    // The largest amounts are taken, and the largest order they allow still fits the sale's amount columns.
+    const dearest = await createType(ids, {
+      price: 10_000_000,
+      serviceFeeBps: 10_000,
+      serviceFeeFixed: 10_000_000,
+      seatingSurcharge: 10_000_000,
+      maxPerOrder: 30,
+    });
+    expect(dearest).toMatchObject({ price: 10_000_000 });
+    // What checkout charges for 30 of them, the seating surcharge on top, fits a 32-bit sale amount.
+    const unitCharged = (dearest.buyerTotal as number) + 10_000_000;
+    expect(30 * unitCharged).toBeLessThanOrEqual(2 ** 31 - 1);
+    const patched = await call('PATCH', `/ticket-types/${dearest.id}`, admin.key, { price: 3_000_000_000 });
+    expect(patched.statusCode).toBe(422);
+  });
+
   test('a presale window must end after it starts', async () => {
     const ids = await eventWithDate();
     const response = await call('POST', '/ticket-types', admin.key, {
@@ -316,5 +347,72 @@ describe('ticket types: soft delete (contract 4.14)', () => {
       .getConnection()
       .execute<{ deleted_at: Date | null }[]>('select deleted_at from ticket_types where id = ?', [type.id]);
     expect(rows[0]?.deleted_at).not.toBeNull();
+  });
+  test.each(['PENDING', 'CONFIRMED'] as const)(
+    'a type a %s sale holds units of is not deleted: 409 INVALID_STATE as DELETE /events, and it stays on sale',
+    async (status) => {
+      const ids = await eventWithDate();
+      const type = await createType(ids, { capacity: 20 });
+      await holdUnits(ids, type.id, 3, status);
+      const refused = await call('DELETE', `/ticket-types/${type.id}`, admin.key);
+      expect(refused.statusCode).toBe(409);
+      expect(refused.json().error).toMatchObject({
+        code: 'INVALID_STATE',
+        details: { reason: 'ticket_type_has_sales', sales: 1 },
+      });
+      const still = await call('GET', `/ticket-types/${type.id}`, admin.key);
+      expect(still.statusCode).toBe(200);
+      expect(still.json().data).toMatchObject({ available: 17 });
+    },
+  );
+
+  test('a deleted type stops selling: its stock is gone, so a purchase that read it before the delete takes nothing', async () => {
+    const ids = await eventWithDate();
+    const type = await createType(ids, { capacity: 20 });
+    expect((await call('DELETE', `/ticket-types/${type.id}`, admin.key)).statusCode).toBe(200);
+    const taken = await api.orm.em.fork().transactional(async (tx: EntityManager) => {
+      const saleId = newId();
+      tx.create(Sale, {
+        id: saleId,
+        workspace: admin.workspaceId,
+        reference: `FT-${newId().slice(-10).toUpperCase()}`,
+        status: 'PENDING',
+        origin: 'ORGANIZER',
+        event: ids.eventId,
+        eventDate: ids.eventDateId,
+        buyerName: 'Ana Buyer',
+        buyerEmail: 'ana@example.test',
+        subtotal: 0,
+        discountAmount: 0,
+        serviceFee: 0,
+        iva: 0,
+        total: 0,
+        currency: 'COP',
+      });
+      await tx.flush();
+      return takeStock(tx, { saleId, ticketTypeId: type.id, quantity: 1 });
+    });
+    expect(taken).toBeNull();
+  });
+
+  test('a type deleted while sales held its units (before the rule) stays in /reports/inventory with them', async () => {
+    const ids = await eventWithDate();
+    const kept = await createType(ids, { name: 'Kept', capacity: 20 });
+    const deletedWithSales = await createType(ids, { name: 'Deleted with sales', capacity: 20 });
+    const deletedUnsold = await createType(ids, { name: 'Deleted unsold', capacity: 20 });
+    await holdUnits(ids, deletedWithSales.id, 6, 'CONFIRMED');
+    await holdUnits(ids, deletedWithSales.id, 2, 'PENDING');
+    expect((await call('DELETE', `/ticket-types/${deletedUnsold.id}`, admin.key)).statusCode).toBe(200);
+    // As the API allowed before the rule: the row is soft-deleted with its units still held.
+    await api.orm.em
+      .fork()
+      .getConnection()
+      .execute('update ticket_types set deleted_at = now() where id = ?', [deletedWithSales.id]);
+
+    const inventory = await call('GET', `/reports/inventory?event=${ids.eventId}&limit=100`, admin.key);
+    expect(inventory.statusCode).toBe(200);
+    const rows = inventory.json().data as Array<{ ticketTypeId: string; sold: number; reserved: number }>;
+    expect(rows.map((row) => row.ticketTypeId).sort()).toEqual([kept.id, deletedWithSales.id].sort());
+    expect(rows.find((row) => row.ticketTypeId === deletedWithSales.id)).toMatchObject({ sold: 6, reserved: 2 });
   });
 });

@@ -82,3 +82,36 @@ describe('buyer sign-in lockout: per-email limits are keyed on email AND client 
     expect(statuses[30]).toBe(429);
   });
 });
+
+describe('wrong codes never spend the owner’s live code (issue 31)', () => {
+  test('strangers guessing from many addresses leave the owner’s code working from the owner’s address', async () => {
+    const email = victimEmail();
+    const addressB = owner();
+    expect((await requestCode(email, addressB)).statusCode).toBe(202);
+    const [mail] = await signInMails(email, 1);
+    const code = codeOf(mail as InboxMessage);
+    const wrong = code === '000000' ? '000001' : '000000';
+    // Two strangers spend their whole per-address budget on wrong guesses: far past the code's shared attempts.
+    for (const address of [stranger(), stranger()]) {
+      for (let i = 0; i < 10; i += 1) expect((await verifyCode(email, wrong, address)).statusCode).toBe(401);
+    }
+    const verified = await verifyCode(email, code, addressB);
+    expect(verified.statusCode).toBe(200);
+    expect(verified.json().data.buyer.email).toBe(email);
+  });
+
+  test('past the shared attempts a code answers only the address that asked for it, so guessing stays bounded', async () => {
+    const email = victimEmail();
+    const addressB = owner();
+    expect((await requestCode(email, addressB)).statusCode).toBe(202);
+    const [mail] = await signInMails(email, 1);
+    const code = codeOf(mail as InboxMessage);
+    const wrong = code === '000000' ? '000001' : '000000';
+    const guesser = stranger();
+    for (let i = 0; i < 5; i += 1) expect((await verifyCode(email, wrong, guesser)).statusCode).toBe(401);
+    // Even the right code, typed from another address, is refused now; the owner's address still gets in.
+    expect((await verifyCode(email, code, stranger())).statusCode).toBe(401);
+    expect((await verifyCode(email, code, addressB)).statusCode).toBe(200);
+    expect((await verifyCode(email, code, addressB)).statusCode).toBe(401);
+  });
+});

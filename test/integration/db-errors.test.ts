@@ -31,9 +31,9 @@ async function errorOf(work: () => Promise<unknown>): Promise<unknown> {
   throw new Error('expected the database to refuse this');
 }
 
-const insertWorkspace = (name: string, workspaceSlug = slug()) =>
+const insertWorkspace = (name: string, workspaceSlug = slug(), id = newId()) =>
   orm.em.fork().transactional(async (tx) => {
-    tx.create(Workspace, { id: newId(), name, slug: workspaceSlug, currency: 'COP' });
+    tx.create(Workspace, { id, name, slug: workspaceSlug, currency: 'COP' });
     await tx.flush();
   });
 
@@ -72,14 +72,15 @@ describe('the database-error classifier (path 14)', () => {
   });
 
   test('a unique violation (23505) stays retryable: a concurrent step of the same sale committed first', async () => {
-    const taken = slug();
-    await insertWorkspace('First', taken);
-    const error = await errorOf(() => insertWorkspace('Second', taken));
+    // The same primary key twice (workspace slugs are unique per account now, not service-wide).
+    const taken = newId();
+    await insertWorkspace('First', slug(), taken);
+    const error = await errorOf(() => insertWorkspace('Second', slug(), taken));
     expect(sqlStateOf(error)).toBe('23505');
     expect(databaseRejection(error)).toBeNull();
-    await expect(rejectUnfixableDatabaseErrors(() => insertWorkspace('Third', taken))).rejects.not.toBeInstanceOf(
-      ApplicationFailure,
-    );
+    await expect(
+      rejectUnfixableDatabaseErrors(() => insertWorkspace('Third', slug(), taken)),
+    ).rejects.not.toBeInstanceOf(ApplicationFailure);
   });
 
   test('the wrapper turns an unfixable error into the non-retryable failure and lets results through', async () => {

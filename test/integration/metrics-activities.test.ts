@@ -164,7 +164,7 @@ describe('labels come from fixed lists', () => {
   const source = (path: string) => readFileSync(fileURLToPath(new URL(`../../${path}`, import.meta.url)), 'utf8');
 
   test('every reason the checkout closes an unpaid sale with has a label of its own', () => {
-    for (const file of ['workflows/checkout.ts', 'workflows/checkout-legacy.ts']) {
+    for (const file of ['workflows/checkout.ts']) {
       const text = source(file);
       const reasons = [
         ...text.matchAll(/closeUnpaid\(\s*'(?:ABANDONED|CANCELLED)',\s*'([^']+)'/g),

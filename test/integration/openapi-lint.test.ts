@@ -187,7 +187,7 @@ describe('what the reference promises integrators (issue 15)', () => {
 
 /**
  * The snake_case names the documents may use, each because a standard or the contract spells it so; every other
- * property and query or path parameter is camelCase (issue 15, README "Buyer shapes").
+ * property and query or path parameter is camelCase (issue 15, docs/api-guide.md "Buyer shapes").
  */
 const SNAKE_CASE_ALLOWED = new Map([
   ['session_token', 'contract 4.1 and 5.6: POST /customer/auth/verify returns session_token'],
@@ -205,6 +205,7 @@ const SNAKE_CASE_ALLOWED = new Map([
     'token_type',
     'error_description',
   ].map((name): [string, string] => [name, 'OAuth 2.0 device authorization grant (RFC 8628)']),
+  ['token_type_hint', 'OAuth 2.0 token revocation (RFC 7009 section 2.1): POST /auth/revoke'],
 ]);
 const CAMEL_CASE = /^[a-z][a-zA-Z0-9]*$/;
 

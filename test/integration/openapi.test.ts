@@ -114,9 +114,10 @@ describe('OpenAPI documents generated from the zod schemas', () => {
           const errors = statuses.filter((status) => Number(status) >= 400);
           for (const status of errors) {
             const content = operation.responses[status]!.content['application/json']!;
-            // The device grant's token and code endpoints answer 400 in OAuth's own error format (RFC 8628 3.5,
-            // RFC 6749 5.2), which OAuth clients parse; every other error is the contract's body.
-            if (status === '400' && path.startsWith('/auth/device/')) {
+            // The device grant's token and code endpoints and token revocation answer 400 in OAuth's own error
+            // format (RFC 8628 3.5, RFC 6749 5.2, RFC 7009 2.2.1), which OAuth clients parse; every other error is
+            // the contract's body.
+            if (status === '400' && (path.startsWith('/auth/device/') || path === '/auth/revoke')) {
               expect(content.schema.$ref).toBe('#/components/schemas/OAuthError');
               continue;
             }

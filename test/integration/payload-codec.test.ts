@@ -6,9 +6,7 @@
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app.js';
@@ -149,11 +147,24 @@ afterAll(async () => {
 });
 
 describe('buyer data in the checkout history', () => {
-  test('control: the search finds buyer data in a plain history recorded before the codec', () => {
-    const plain = readFileSync(
-      fileURLToPath(new URL('../replay/histories/checkout-card-approved.json', import.meta.url)),
-      'utf8',
-    );
+  test('control: the search finds buyer data in a plain payload, as Temporal stores one without the codec', () => {
+    const encoded = (text: string) => Buffer.from(text).toString('base64');
+    const plain = JSON.stringify({
+      events: [
+        {
+          workflowExecutionStartedEventAttributes: {
+            input: {
+              payloads: [
+                {
+                  metadata: { encoding: encoded('json/plain') },
+                  data: encoded(JSON.stringify({ buyer: { name: 'Ana Buyer', email: 'ana@example.com' } })),
+                },
+              ],
+            },
+          },
+        },
+      ],
+    });
     expect(plain).not.toContain('Ana Buyer');
     expect(searchable(plain)).toContain('Ana Buyer');
   });

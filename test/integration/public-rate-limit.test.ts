@@ -100,7 +100,7 @@ describe('public API rate limit (contract 1, 8: strict per-IP limit)', () => {
 
 describe('the limiters count in Redis while it is up (shared by every API process)', () => {
   const limits = rateLimitsFrom(
-    { PUBLIC_RATE_LIMIT_PER_MINUTE: 10, ORGANIZER_RATE_LIMIT_PER_MINUTE: 10 },
+    { PUBLIC_RATE_LIMIT_PER_MINUTE: 10, ORGANIZER_RATE_LIMIT_PER_MINUTE: 10, WAITING_ROOM_POLLS_PER_10_SECONDS: 25 },
     { paymentOpen: { points: 10, windowSeconds: 60 } },
   );
 

@@ -151,15 +151,15 @@ describe('with Redis down, buyer sign-in, payment opens and resends answer (neve
 });
 
 describe('with Redis down, what truly needs Redis answers 503 SERVICE_UNAVAILABLE (retryable), never 500', () => {
-  test('looking up a purchase session the buyer execution does not know (older sessions are indexed in Redis)', async () => {
+  test('a purchase session the buyer execution does not know is 404 without Redis (no older sessions are indexed there since the launch baseline)', async () => {
     const token = await signInBuyer(api, `down-session-${randomUUID().slice(0, 8)}@x.test`);
     const response = await send({
       method: 'GET',
       url: `/api/v1/customer/purchase-sessions/${randomUUID()}`,
       headers: session(token),
     });
-    expect(response.statusCode).toBe(503);
-    expect(response.json().error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', retryable: true });
+    expect(response.statusCode).toBe(404);
+    expect(response.json().error).toMatchObject({ code: 'NOT_FOUND' });
   });
 
   test('joining and reading the waiting room of a queued date', async () => {

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Role } from '../../domain/roles.js';
+import { newId } from '../../entities/ids.js';
 import { User, WorkspaceMember } from '../../entities/index.js';
 import { addMembership, bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
+import { type InboxMessage, inbox } from '../support/purchase.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
 let api: TestApi;
@@ -21,6 +23,7 @@ const STAFF_USER_FIELDS = [
   'name',
   'organizationId',
   'role',
+  'status',
   'workspaceId',
   'workspaceName',
 ].sort();
@@ -41,15 +44,62 @@ const revoke = (admin: Organizer, userId: string) =>
 
 const newEmail = () => `staff-${randomUUID().slice(0, 8)}@example.test`;
 
+const mailKey = (message: InboxMessage) => `${message.receivedAt}\n${message.text}`;
+
+/** The token of the next invitation email to `email` that is not among `seen`. */
+async function nextInvitationToken(email: string, seen: Set<string>): Promise<string> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    for (const message of await inbox(api.env.SANDBOX_URL, email.toLowerCase())) {
+      const token = /\/invitations\/accept\?token=([A-Za-z0-9_-]+)/.exec(message.text)?.[1];
+      if (token && /invited to the workspace/i.test(message.subject) && !seen.has(mailKey(message))) return token;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`no invitation reached ${email}`);
+}
+
+/** POST /staff, and the token of the link it emailed. */
+async function invite(admin: Organizer, payload: { email: string } & Record<string, unknown>) {
+  const seen = new Set((await inbox(api.env.SANDBOX_URL, payload.email.toLowerCase())).map(mailKey));
+  const response = await addStaff(admin, payload);
+  if (response.statusCode !== 201) return { response, token: '' };
+  return { response, token: await nextInvitationToken(payload.email, seen) };
+}
+
+const acceptPage = (token: string) => api.request({ method: 'GET', url: `/invitations/accept?token=${token}` });
+const accept = (token: string) =>
+  api.request({
+    method: 'POST',
+    url: '/invitations/accept',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ token }).toString(),
+  });
+
+/** Invites the address and accepts from the emailed link, as the invited person does: what gave access before. */
+async function grant(admin: Organizer, payload: { email: string } & Record<string, unknown>) {
+  const { response, token } = await invite(admin, payload);
+  expect(response.statusCode).toBe(201);
+  const accepted = await accept(token);
+  expect(accepted.statusCode).toBe(200);
+  return response.json().data as { id: string };
+}
+
+const userIdOf = async (email: string) => (await em().findOneOrFail(User, { email: email.toLowerCase() })).id;
+
 describe('staff CRUD (contract 4.10)', () => {
-  test('POST /staff creates a user for a new email; the StaffUser has exactly the contract fields', async () => {
+  test('POST /staff invites a new email: an INVITED row with the contract fields, access once the link is accepted', async () => {
     const admin = await createOrganizer(em());
     const email = newEmail();
-    const created = await addStaff(admin, { name: 'Laura Taquilla', email: email.toUpperCase(), role: 'STAFF' });
+    const { response: created, token } = await invite(admin, {
+      name: 'Laura Taquilla',
+      email: email.toUpperCase(),
+      role: 'STAFF',
+    });
     expect(created.statusCode).toBe(201);
-    const staff = created.json().data;
-    expect(Object.keys(staff).sort()).toEqual(STAFF_USER_FIELDS);
-    expect(staff).toEqual({
+    const invited = created.json().data;
+    expect(Object.keys(invited).sort()).toEqual([...STAFF_USER_FIELDS, 'invitationExpiresAt'].sort());
+    expect(invited).toEqual({
       id: expect.any(String),
       name: 'Laura Taquilla',
       email,
@@ -58,27 +108,42 @@ describe('staff CRUD (contract 4.10)', () => {
       workspaceId: admin.workspaceId,
       workspaceName: admin.workspaceName,
       createdAt: expect.any(String),
+      status: 'INVITED',
+      invitationExpiresAt: expect.any(String),
     });
+    // No account is made for the address until the person accepts.
+    expect(await em().findOne(User, { email })).toBeNull();
+    const read = await api.request({ method: 'GET', url: `/api/v1/staff/${invited.id}`, headers: as(admin) });
+    expect(read.json().data).toEqual(invited);
 
-    const read = await api.request({ method: 'GET', url: `/api/v1/staff/${staff.id}`, headers: as(admin) });
-    expect(read.statusCode).toBe(200);
-    expect(read.json().data).toEqual(staff);
-
+    const page = await acceptPage(token);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain(admin.workspaceName);
+    const accepted = await accept(token);
+    expect(accepted.statusCode).toBe(200);
+    const userId = await userIdOf(email);
+    const staff = (await api.request({ method: 'GET', url: `/api/v1/staff/${userId}`, headers: as(admin) })).json()
+      .data;
+    expect(Object.keys(staff).sort()).toEqual(STAFF_USER_FIELDS);
+    expect(staff).toMatchObject({ id: userId, name: 'Laura Taquilla', email, role: 'STAFF', status: 'ACTIVE' });
+    // The invitation is gone once accepted; the list shows the member.
+    expect(
+      (await api.request({ method: 'GET', url: `/api/v1/staff/${invited.id}`, headers: as(admin) })).statusCode,
+    ).toBe(404);
     const list = await api.request({ method: 'GET', url: '/api/v1/staff', headers: as(admin) });
-    expect(list.statusCode).toBe(200);
     expect(
       list
         .json()
         .data.map((row: { id: string }) => row.id)
         .sort(),
-    ).toEqual([admin.userId, staff.id].sort());
+    ).toEqual([admin.userId, userId].sort());
   });
 
-  test('POST /staff for an existing user adds a membership and keeps their name; sections and expiry are stored', async () => {
+  test('inviting an existing account reveals nothing about it and changes nothing of theirs until they accept', async () => {
     const admin = await createOrganizer(em());
     const existing = await createOrganizer(em());
     const expiry = new Date(Date.now() + 7 * 86_400_000);
-    const created = await addStaff(admin, {
+    const { response: created, token } = await invite(admin, {
       name: 'Another Name',
       email: existing.email,
       role: 'VIEWER',
@@ -86,9 +151,22 @@ describe('staff CRUD (contract 4.10)', () => {
       accessExpiresAt: expiry.toISOString(),
     });
     expect(created.statusCode).toBe(201);
-    expect(created.json().data).toMatchObject({ id: existing.userId, role: 'VIEWER', workspaceId: admin.workspaceId });
+    const invited = created.json().data;
+    // Not their real name, not their user id: the same answer an unknown address gets.
+    expect(invited).toMatchObject({ name: 'Another Name', status: 'INVITED', role: 'VIEWER' });
+    expect(invited.id).not.toBe(existing.userId);
+    expect(JSON.stringify(created.json())).not.toContain(
+      (await em().findOneOrFail(User, { id: existing.userId })).name,
+    );
+    // No access before accepting: their key cannot act in the inviting workspace.
+    expect(await em().findOne(WorkspaceMember, { user: existing.userId, workspace: admin.workspaceId })).toBeNull();
+    const before = await api.request({ method: 'GET', url: '/api/v1/me', headers: as(existing, admin.workspaceId) });
+    expect(before.json().data.activeWorkspaceId).toBe(existing.workspaceId);
+
+    expect((await accept(token)).statusCode).toBe(200);
     const user = await em().findOneOrFail(User, { id: existing.userId });
     expect(user.name).not.toBe('Another Name');
+    expect(user.defaultWorkspaceId).toBe(existing.workspaceId);
     const member = await em().findOneOrFail(WorkspaceMember, { user: existing.userId, workspace: admin.workspaceId });
     expect(member.sections).toEqual(['events', 'sales']);
     expect(member.accessExpiresAt?.toISOString()).toBe(expiry.toISOString());
@@ -97,10 +175,57 @@ describe('staff CRUD (contract 4.10)', () => {
     expect(own.role).toBe('ADMIN');
   });
 
+  test('an onboarding account (no workspace yet) gets no default workspace from an invitation it has not accepted', async () => {
+    const admin = await createOrganizer(em());
+    const email = newEmail();
+    const fork = em();
+    const onboarding = fork.create(User, { id: newId(), name: 'Nueva Persona', email, defaultWorkspaceId: null });
+    await fork.flush();
+    const { response: created, token } = await invite(admin, { name: 'Whoever', email, role: 'ADMIN' });
+    expect(created.statusCode).toBe(201);
+    expect(created.json().data.name).toBe('Whoever');
+    expect(JSON.stringify(created.json())).not.toContain('Nueva Persona');
+    expect((await em().findOneOrFail(User, { id: onboarding.id })).defaultWorkspaceId).toBeNull();
+    expect(await em().findOne(WorkspaceMember, { user: onboarding.id })).toBeNull();
+
+    // Accepting is the person's choice: then the workspace is theirs to use, and their default as they had none.
+    expect((await accept(token)).statusCode).toBe(200);
+    expect((await em().findOneOrFail(User, { id: onboarding.id })).defaultWorkspaceId).toBe(admin.workspaceId);
+    expect((await em().findOneOrFail(User, { id: onboarding.id })).name).toBe('Nueva Persona');
+  });
+
+  test('the link works once; a withdrawn or replaced invitation no longer works; GET never uses it up', async () => {
+    const admin = await createOrganizer(em());
+    const email = newEmail();
+    const first = await invite(admin, { name: 'Pedro', email, role: 'STAFF' });
+    // Invited again: only the newest link works.
+    const second = await invite(admin, { name: 'Pedro', email, role: 'VIEWER' });
+    expect(second.response.statusCode).toBe(201);
+    expect((await acceptPage(first.token)).statusCode).toBe(410);
+    expect((await accept(first.token)).statusCode).toBe(410);
+    expect((await acceptPage(second.token)).statusCode).toBe(200);
+    expect((await acceptPage(second.token)).statusCode).toBe(200);
+    expect((await accept(second.token)).statusCode).toBe(200);
+    expect((await accept(second.token)).statusCode).toBe(410);
+    const member = await em().findOneOrFail(WorkspaceMember, {
+      user: await userIdOf(email),
+      workspace: admin.workspaceId,
+    });
+    expect(member.role).toBe('VIEWER');
+
+    const other = newEmail();
+    const withdrawn = await invite(admin, { name: 'Rosa', email: other, role: 'STAFF' });
+    const deleted = await revoke(admin, withdrawn.response.json().data.id);
+    expect(deleted.statusCode).toBe(200);
+    expect((await accept(withdrawn.token)).statusCode).toBe(410);
+    expect(await em().findOne(User, { email: other })).toBeNull();
+    expect((await accept('')).statusCode).toBe(410);
+  });
+
   test('POST /staff for someone who already has access is 409 ALREADY_EXISTS', async () => {
     const admin = await createOrganizer(em());
     const email = newEmail();
-    expect((await addStaff(admin, { name: 'Pedro', email, role: 'STAFF' })).statusCode).toBe(201);
+    await grant(admin, { name: 'Pedro', email, role: 'STAFF' });
     const again = await addStaff(admin, { name: 'Pedro', email: email.toUpperCase(), role: 'ADMIN' });
     expect(again.statusCode).toBe(409);
     expect(again.json().error.code).toBe('ALREADY_EXISTS');
@@ -108,14 +233,16 @@ describe('staff CRUD (contract 4.10)', () => {
     expect(self.json().error.code).toBe('ALREADY_EXISTS');
   });
 
-  test('a revoked user can be given access again', async () => {
+  test('a revoked user can be invited again, and accepting gives access back on the same row', async () => {
     const admin = await createOrganizer(em());
     const email = newEmail();
-    const { id } = (await addStaff(admin, { name: 'Rosa', email, role: 'STAFF' })).json().data;
+    await grant(admin, { name: 'Rosa', email, role: 'STAFF' });
+    const id = await userIdOf(email);
     expect((await revoke(admin, id)).statusCode).toBe(200);
-    const again = await addStaff(admin, { name: 'Rosa', email, role: 'VIEWER' });
-    expect(again.statusCode).toBe(201);
-    expect(again.json().data).toMatchObject({ id, role: 'VIEWER' });
+    await grant(admin, { name: 'Rosa', email, role: 'VIEWER' });
+    const read = await api.request({ method: 'GET', url: `/api/v1/staff/${id}`, headers: as(admin) });
+    expect(read.json().data).toMatchObject({ id, role: 'VIEWER', status: 'ACTIVE' });
+    expect(await em().find(WorkspaceMember, { user: id, workspace: admin.workspaceId })).toHaveLength(1);
   });
 
   test('GET /staff pages with limit and cursor and filters by role', async () => {
@@ -201,7 +328,7 @@ describe('role changes (PATCH /staff/{id}/role)', () => {
   test("a role change applies to the user's existing key on the next request", async () => {
     const admin = await createOrganizer(em());
     const person = await createOrganizer(em());
-    await addStaff(admin, { name: 'X', email: person.email, role: 'VIEWER' });
+    await grant(admin, { name: 'X', email: person.email, role: 'VIEWER' });
     const inAdminWorkspace = as(person, admin.workspaceId);
 
     const before = await api.request({ method: 'GET', url: '/api/v1/staff', headers: inAdminWorkspace });
@@ -278,7 +405,7 @@ describe('revocation (DELETE /staff/{id})', () => {
   test('revokes this workspace only: the key stops acting here at once, the other workspace is unaffected', async () => {
     const admin = await createOrganizer(em());
     const person = await createOrganizer(em());
-    await addStaff(admin, { name: 'X', email: person.email, role: 'ADMIN' });
+    await grant(admin, { name: 'X', email: person.email, role: 'ADMIN' });
     const here = as(person, admin.workspaceId);
     const before = await api.request({ method: 'GET', url: '/api/v1/me', headers: here });
     expect(before.json().data.activeWorkspaceId).toBe(admin.workspaceId);
@@ -291,15 +418,20 @@ describe('revocation (DELETE /staff/{id})', () => {
       revokedAt: expect.any(String),
     });
 
-    // The revoked workspace is no longer reachable: the request is not acted on there.
+    // Asked for by name, the revoked workspace refuses with ACCESS_EXPIRED (contract: sections [] means revoked).
     const after = await api.request({ method: 'GET', url: '/api/v1/staff', headers: here });
-    expect(after.statusCode).toBe(200);
-    expect(after.json().warnings).toEqual([expect.objectContaining({ code: 'WORKSPACE_NOT_ACCESSIBLE' })]);
-    expect(after.json().data.every((row: { workspaceId: string }) => row.workspaceId === person.workspaceId)).toBe(
-      true,
-    );
-    const me = await api.request({ method: 'GET', url: '/api/v1/me', headers: here });
-    expect(me.json().data.workspaces.map((w: { id: string }) => w.id)).toEqual([person.workspaceId]);
+    expect(after.statusCode).toBe(403);
+    expect(after.json().error.code).toBe('ACCESS_EXPIRED');
+    const me = await api.request({ method: 'GET', url: '/api/v1/me', headers: as(person) });
+    expect(me.json().data).toMatchObject({ activeWorkspaceId: person.workspaceId, role: 'ADMIN' });
+    expect(me.json().data.workspaces).toEqual([
+      expect.objectContaining({ id: person.workspaceId, sections: null }),
+      expect.objectContaining({ id: admin.workspaceId, sections: [] }),
+    ]);
+    // Without the header the key acts in the workspace it still has, with no warning about the revoked one.
+    const ownStaff = await api.request({ method: 'GET', url: '/api/v1/staff', headers: as(person) });
+    expect(ownStaff.statusCode).toBe(200);
+    expect(ownStaff.json().warnings).toBeUndefined();
 
     // Gone from this workspace's staff, still ADMIN of their own.
     const read = await api.request({ method: 'GET', url: `/api/v1/staff/${person.userId}`, headers: as(admin) });
@@ -314,6 +446,16 @@ describe('revocation (DELETE /staff/{id})', () => {
     expect((await revoke(admin, staff.userId)).statusCode).toBe(200);
     const after = await api.request({ method: 'GET', url: '/api/v1/staff', headers: as(staff) });
     expect(after.statusCode).toBe(403);
+    expect(after.json().error.code).toBe('ACCESS_EXPIRED');
+    // The revoked row stays, with sections [] (contract: Current user), not an account with no workspace at all.
+    const me = await api.request({ method: 'GET', url: '/api/v1/me', headers: as(staff) });
+    expect(me.statusCode).toBe(200);
+    expect(me.json().data.activeWorkspaceId).toBe(admin.workspaceId);
+    expect(me.json().data.workspaces).toEqual([expect.objectContaining({ id: admin.workspaceId, sections: [] })]);
+    // Given access again, the same key acts there at once.
+    await grant(admin, { name: 'Again', email: staff.email, role: 'STAFF' });
+    const back = await api.request({ method: 'GET', url: '/api/v1/me', headers: as(staff) });
+    expect(back.json().data.workspaces).toEqual([expect.objectContaining({ id: admin.workspaceId, sections: null })]);
   });
 
   test('a user with two workspaces revoked from one keeps the other with its role', async () => {

@@ -158,6 +158,8 @@ describe('signed deliveries (contract part 6)', () => {
       data: { saleId: sale.id, organizationId: organizer.workspaceId, reference: sale.reference, total: 0 },
       sentAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
     });
+    // The signed sentAt is the attempt's instant, the same as the timestamp header: the contract signature's window.
+    expect(Math.floor(Date.parse(body.sentAt) / 1000)).toBe(Number(delivery!.headers['x-ticketing-timestamp']));
     const row = await eventually(
       () => webhookRow(organizer, hook.id),
       (h) => h.lastDeliveryStatus === '200',

@@ -252,10 +252,11 @@ describe('fresh executions replay deterministically', () => {
       const first = await handle.describe();
       await handle.result();
       await settleAtBank(graceApi, sale.reference);
+      // The bank's notification reaches the API through the sandbox's webhook queue: slow on a loaded box.
       await eventually(
         () => customerOrder(graceApi, token, sale.saleId),
         (o) => o.status === 'CONFIRMED',
-        20_000,
+        60_000,
       );
       const resumed = await graceApi.services.temporal.workflow.getHandle(checkoutWorkflowId(sale.saleId)).describe();
       expect(resumed.runId).not.toBe(first.runId);

@@ -1,6 +1,6 @@
 /**
  * Replay of two versioned paths: gateway B's first SALE_APPROVED judged after asking the gateway confirmed the sale
- * (checkout patch `checkout-gateway-b-first-approval`), and a purchase session made ORDERED by a general-admission
+ * (unconditional since the launch baseline), and a purchase session made ORDERED by a general-admission
  * order (patch `purchase-session-ga-ordered`). Fresh executions must replay deterministically;
  * `RECORD_WORKFLOW_HISTORIES=1 npm test -- test/replay/session-and-approval-replay.test.ts -t '<scenario>'` commits
  * their histories as fixtures (new files only; see recorder.ts), replayed with the others by checkout-replay.test.ts.

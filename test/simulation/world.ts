@@ -78,8 +78,19 @@ export class World {
   readonly refundsRecorded = new Set<string>();
   refundCalls = 0;
   gatewayDownUntilMs = 0;
+  /** Every database step fails until then (an outage), besides the random faults. */
+  databaseDownUntilMs = 0;
+  /** The gateway refuses every refund for good (the merchant's balance cannot cover them) while true. */
+  refusingRefunds = false;
+  /** Refunds the checkout recorded `refund_refused` and parked, not yet retried by the simulated operator. */
+  parkedRefunds = 0;
   seatsLostToAnotherBuyer = false;
   readonly log: string[] = [];
+  /** How the local card charges (LOCAL_CARD_CHARGE) of this case went; the runner sums them over the cases. */
+  readonly localCharges = { answered: 0, failed: 0, timedOut: 0 };
+  taskQueueCharges = 0;
+  /** The gateway's idempotency: a charge key (sale and card token) already used answers its payment again. */
+  readonly #chargesByKey = new Map<string, WorldPayment>();
   #nextPayment = 1;
 
   constructor(
@@ -117,6 +128,26 @@ export class World {
     this.payments.set(payment.id, payment);
     this.note(`pay ${payment.id} ${outcome}${amountOff ? ` off by ${amountOff}` : ''}`);
     return payment;
+  }
+
+  /**
+   * A payment left pending at the gateway (a CONT card, a PSE transfer) is settled by the bank: approved, possibly
+   * after another payment confirmed the sale. Null when none is pending.
+   */
+  settlePending(): WorldPayment | null {
+    const payment = [...this.payments.values()].find((candidate) => candidate.status === 'pending');
+    if (!payment) return null;
+    payment.status = 'approved';
+    this.note(`pending ${payment.id} approved`);
+    return payment;
+  }
+
+  /** The checkout recorded a refund the gateway kept refusing as `refund_refused` and parked it. */
+  recordRefundRefused(providerPaymentId: string | null): { recorded: boolean } {
+    this.#databaseStep('refund refused');
+    this.parkedRefunds += 1;
+    this.note(`refund of ${providerPaymentId} refused and parked`);
+    return { recorded: true };
   }
 
   /** An open's record committed by a workflow task that was then lost: only the database knows of it. */
@@ -166,7 +197,7 @@ export class World {
   }
 
   #databaseStep(what: string): void {
-    if (this.random() < this.faults.database) {
+    if (Date.now() < this.databaseDownUntilMs || this.random() < this.faults.database) {
       this.note(`database fault on ${what}`);
       throw new Error(`database connection lost (${what})`);
     }
@@ -318,12 +349,21 @@ export class World {
     return { duplicate };
   }
 
+  /**
+   * A card charge; `token` is `<holder>#<n>`: the holder (APRO, OTHE, CONT, MISM) chooses the outcome and the whole
+   * token is the idempotency key, as activities/payments.ts derives it from the sale and the token: the same key
+   * answers the same payment, never a second charge.
+   */
   chargeCard(token: string) {
     const lost = this.random() < this.faults.lostChargeAnswer;
     if (!lost) this.#gatewayCall('charge');
+    const holder = token.split('#')[0];
     const outcome: PaymentState =
-      token === 'APRO' || token === 'MISM' ? 'approved' : token === 'CONT' ? 'pending' : 'rejected';
-    const payment = this.pay(outcome, token === 'MISM' ? 1000 : 0)!;
+      holder === 'APRO' || holder === 'MISM' ? 'approved' : holder === 'CONT' ? 'pending' : 'rejected';
+    const earlier = this.#chargesByKey.get(token);
+    const payment = earlier ?? this.pay(outcome, holder === 'MISM' ? 1000 : 0)!;
+    if (earlier) this.note(`charge key ${token} answered ${payment.id} again`);
+    else this.#chargesByKey.set(token, payment);
     if (lost) {
       this.note(`charge ${payment.id} answer lost`);
       throw ApplicationFailure.nonRetryable('the charge answer was lost', 'simulated:lost_answer');
@@ -334,6 +374,32 @@ export class World {
       statusDetail: payment.status === 'rejected' ? 'cc_rejected_other_reason' : null,
       amount: payment.amount,
     };
+  }
+
+  /**
+   * The same charge run as a local activity bounded by `boundMs`: sometimes the connection fails before the gateway
+   * (retried, then the task-queue activity charges), sometimes the gateway charges and the answer never comes back
+   * within the bound (the task-queue activity then asks with the same key and gets the same payment). With
+   * `recordBeforeCharging` the CARD attempt is recorded first, as the activity does (LOCAL_CHARGE_RECORDED_FIRST).
+   */
+  async chargeCardLocally(token: string, boundMs: number, recordBeforeCharging = false) {
+    // As activities/payments.ts: the charge is recorded as leaving before the gateway is called.
+    if (recordBeforeCharging) this.recordAttempt('CARD', `card-charging:${token}`, null);
+    const draw = this.random();
+    if (draw < 0.15) {
+      this.localCharges.failed += 1;
+      this.note('local charge failed before reaching the gateway');
+      throw new Error('connection reset before the gateway answered (local charge)');
+    }
+    const payment = this.chargeCard(token);
+    if (draw < 0.3) {
+      this.localCharges.timedOut += 1;
+      this.note(`local charge ${payment.id} made, its answer later than the bound`);
+      await new Promise((resolve) => setTimeout(resolve, boundMs + 200));
+    } else {
+      this.localCharges.answered += 1;
+    }
+    return payment;
   }
 
   openPsePayment() {
@@ -370,6 +436,9 @@ export class World {
     this.refundCalls += 1;
     const payment = paymentRef ? this.payments.get(paymentRef) : undefined;
     if (!payment) throw ApplicationFailure.nonRetryable('unknown payment', 'simulated:unknown_payment');
+    if (this.refusingRefunds && payment.status === 'approved') {
+      throw ApplicationFailure.nonRetryable('insufficient balance to refund', 'simulated:insufficient_balance');
+    }
     if (payment.refundLag > 0) {
       payment.refundLag -= 1;
       return { status: 'in_process', refundId: null };

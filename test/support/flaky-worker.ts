@@ -18,6 +18,7 @@ import { temporalDataConverter } from '../../config/payload-codec.js';
 import { createRedis } from '../../config/redis.js';
 import { initOrm } from '../../entities/orm.js';
 import { ProviderError } from '../../integrations/errors.js';
+import { createProviderWorker } from '../../worker/provider-worker.js';
 import { createProviders } from '../../worker/providers.js';
 
 const env = loadEnv();
@@ -62,17 +63,28 @@ const clientConnection = await Connection.connect({ address: env.TEMPORAL_ADDRES
 const dataConverter = temporalDataConverter(env);
 const temporal = new Client({ connection: clientConnection, namespace: env.TEMPORAL_NAMESPACE, dataConverter });
 const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
+const activities = createActivities({ env, orm, redis, providers, temporal });
 const worker = await Worker.create({
   connection,
   namespace: env.TEMPORAL_NAMESPACE,
   taskQueue: env.TEMPORAL_TASK_QUEUE,
   dataConverter,
   workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
-  activities: createActivities({ env, orm, redis, providers, temporal }),
+  activities,
   shutdownGraceTime: '2 seconds',
 });
-process.once('SIGTERM', () => worker.shutdown());
-const running = worker.run();
+const providerWorker = await createProviderWorker({
+  connection,
+  namespace: env.TEMPORAL_NAMESPACE,
+  taskQueue: env.TEMPORAL_TASK_QUEUE,
+  dataConverter,
+  activities,
+});
+process.once('SIGTERM', () => {
+  worker.shutdown();
+  providerWorker.shutdown();
+});
+const running = Promise.all([worker.run(), providerWorker.run()]);
 console.log('ready');
 try {
   await running;

@@ -14,6 +14,7 @@ import { createRedis } from '../../config/redis.js';
 import { initOrm } from '../../entities/orm.js';
 import { activityMetricsInterceptor } from '../../observability/activity-metrics.js';
 import { installRuntimeWithMetrics, startWorkerMetricsServer } from '../../observability/worker-metrics.js';
+import { createProviderWorker } from '../../worker/provider-worker.js';
 import { createProviders } from '../../worker/providers.js';
 
 const env = loadEnv();
@@ -36,17 +37,26 @@ const dataConverter = temporalDataConverter(env);
 const clientConnection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
 const temporal = new Client({ connection: clientConnection, namespace: env.TEMPORAL_NAMESPACE, dataConverter });
 const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
+const activities = createActivities({ env, orm, redis, providers, temporal });
 const worker = await Worker.create({
   connection,
   namespace: env.TEMPORAL_NAMESPACE,
   taskQueue: env.TEMPORAL_TASK_QUEUE,
   dataConverter,
   workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
-  activities: createActivities({ env, orm, redis, providers, temporal }),
+  activities,
   interceptors: { activity: [activityMetricsInterceptor] },
   shutdownGraceTime: '2 seconds',
 });
-const running = worker.run();
+const providerWorker = await createProviderWorker({
+  connection,
+  namespace: env.TEMPORAL_NAMESPACE,
+  taskQueue: env.TEMPORAL_TASK_QUEUE,
+  dataConverter,
+  activities,
+  activityInterceptors: [activityMetricsInterceptor],
+});
+const running = Promise.all([worker.run(), providerWorker.run()]);
 console.log('ready');
 try {
   await running;

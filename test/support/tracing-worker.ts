@@ -21,6 +21,7 @@ import {
   workflowClientInterceptors,
 } from '../../observability/temporal-tracing.js';
 import { startTracing } from '../../observability/tracing.js';
+import { createProviderWorker } from '../../worker/provider-worker.js';
 import { createProviders } from '../../worker/providers.js';
 
 const env = loadEnv();
@@ -44,6 +45,7 @@ const temporal = new Client({
   interceptors: { workflow: workflowClientInterceptors(tracing) },
 });
 const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
+const activities = createActivities({ env, orm, redis, providers, temporal });
 const worker = await Worker.create({
   connection,
   namespace: env.TEMPORAL_NAMESPACE,
@@ -52,10 +54,18 @@ const worker = await Worker.create({
   workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
   interceptors: { activity: tracingOptions.activity, workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
   sinks: tracingOptions.sinks,
-  activities: createActivities({ env, orm, redis, providers, temporal }),
+  activities,
   shutdownGraceTime: '2 seconds',
 });
-const running = worker.run();
+const providerWorker = await createProviderWorker({
+  connection,
+  namespace: env.TEMPORAL_NAMESPACE,
+  taskQueue: env.TEMPORAL_TASK_QUEUE,
+  dataConverter,
+  activities,
+  activityInterceptors: tracingOptions.activity,
+});
+const running = Promise.all([worker.run(), providerWorker.run()]);
 logger.info({ tracing: tracing !== null }, 'ready');
 try {
   await running;

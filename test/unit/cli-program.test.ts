@@ -105,6 +105,8 @@ beforeAll(async () => {
         return { status: 200, body: deviceAuthorization({ verification_uri: `${api.url}/device` }) };
       case '/api/v1/auth/device/token':
         return tokenAnswers.shift() ?? oauthError('expired_token');
+      case '/api/v1/auth/revoke':
+        return { status: 200, body: {} };
       case '/api/v1/me':
         return { status: 200, body: ME };
       case '/api/v1/events':
@@ -210,11 +212,38 @@ describe('ticketing login', () => {
     expect(result.stderr).toContain('must use https');
   });
 
-  test('logout removes the stored key', async () => {
+  test('logout revokes the key at the service (RFC 7009), then removes it', async () => {
     await loggedIn();
-    expect((await ticketing(['logout'])).stdout).toContain('Logged out');
+    const result = await ticketing(['logout']);
+
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe(`Logged out: the key is revoked at ${api.url} and removed from ${configDir}.\n`);
+    expect(requestsTo('/api/v1/auth/revoke').map((r) => [r.method, Object.fromEntries(r.form)])).toEqual([
+      ['POST', { token: KEY, token_type_hint: 'access_token', client_id: 'ticketing-cli' }],
+    ]);
     expect(existsSync(configFile(configDir))).toBe(false);
     expect((await ticketing(['logout'])).stdout).toBe('Not logged in.\n');
+    expect(requestsTo('/api/v1/auth/revoke')).toHaveLength(1);
+  });
+
+  test('logout keeps the key when the service does not revoke it, and says how to only forget it', async () => {
+    await loggedIn();
+    override = (request) =>
+      request.path === '/api/v1/auth/revoke'
+        ? { status: 503, body: { error: { code: 'SERVICE_UNAVAILABLE', message: 'Try again', retryable: true } } }
+        : undefined;
+    const refused = await ticketing(['logout']);
+
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/error: .*did not revoke the key: .*NOT revoked and is still saved.*--local/);
+    expect(existsSync(configFile(configDir))).toBe(true);
+
+    const local = await ticketing(['logout', '--local']);
+    expect(local.code).toBe(0);
+    expect(local.stdout).toContain('Logged out; removed the key');
+    expect(local.stderr).toContain('The key was not revoked');
+    expect(existsSync(configFile(configDir))).toBe(false);
+    expect(requestsTo('/api/v1/auth/revoke')).toHaveLength(1);
   });
 });
 
@@ -418,5 +447,49 @@ describe('ticketing sales export', () => {
 
     expect(result).toMatchObject({ code: 1, stderr: 'error: Try later (SERVICE_UNAVAILABLE)\n' });
     expect(readdirSync(workDir)).toEqual([]);
+  });
+});
+
+describe('ticketing -w with a workspace the key cannot reach', () => {
+  const NOT_ACCESSIBLE = {
+    code: 'WORKSPACE_NOT_ACCESSIBLE',
+    message: 'X-Workspace-Id ws-9 is not a workspace this key can reach; the default workspace was used',
+    field: 'X-Workspace-Id',
+    activeWorkspaceId: 'ws-1',
+    activeWorkspaceName: 'Teatro Colón',
+    accessibleWorkspaces: 1,
+  };
+  const answerWithWarning = (request: RecordedRequest): FakeAnswer | undefined => {
+    if (request.path !== '/api/v1/events') return undefined;
+    const answer = paged(events, request);
+    return { ...answer, body: { ...(answer.body as object), warnings: [NOT_ACCESSIBLE] } };
+  };
+
+  test("surfaces the service's warning once on stderr, naming the workspace shown instead", async () => {
+    await loggedIn();
+    events = Array.from({ length: 150 }, (_, i) => event(i));
+    override = answerWithWarning;
+    const result = await ticketing(['-w', 'ws-9', 'events', 'list', '--json']);
+
+    expect(result.code).toBe(0);
+    expect(requestsTo('/api/v1/events')[0]?.headers['x-workspace-id']).toBe('ws-9');
+    expect(result.stderr).toBe(
+      'warning: X-Workspace-Id ws-9 is not a workspace this key can reach; the default workspace was used; showing ' +
+        'workspace "Teatro Colón" (ws-1) instead (WORKSPACE_NOT_ACCESSIBLE) (--strict makes this an error)\n',
+    );
+    expect(JSON.parse(result.stdout)).toHaveLength(150);
+  });
+
+  test('--strict fails with exit code 1 and prints no data', async () => {
+    await loggedIn();
+    events = [event(1)];
+    override = answerWithWarning;
+    const result = await ticketing(['--strict', '-w', 'ws-9', 'events', 'list']);
+
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(
+      /^error: X-Workspace-Id ws-9 is not a workspace .*stopped \(--strict\), nothing was printed\n$/,
+    );
   });
 });

@@ -11,17 +11,20 @@ import { nodeFlagsFor, PROCESS_NODE_FLAGS } from '../../config/node-flags.js';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
 
-/** Every `node … --import tsx <entry>` command line in a file, as [entry, flags before --import]. */
+/**
+ * Every `node … --import tsx <entry>` (source) and `node … dist/<entry>.js` (compiled, the production image) command
+ * line in a file, as [entry as in the sources, flags before the entry].
+ */
 function nodeCommands(text: string): Array<{ entry: string; flags: string[] }> {
   const commands: Array<{ entry: string; flags: string[] }> = [];
   for (const match of text.matchAll(
-    /"?node"?,? ((?:"?--[\w-]+=?\w*"?,? )*)"?--import"?,? "?tsx"?,? "?((?:api|worker)\/main\.ts)/g,
+    /"?node"?,? ((?:"?--[\w-]+=?\w*"?,? )*)(?:"?--import"?,? "?tsx"?,? )?"?((?:dist\/)?(?:api|worker)\/main\.[tj]s)/g,
   )) {
     const flags = (match[1] ?? '')
       .split(/[\s,]+/)
       .map((flag) => flag.replaceAll('"', ''))
       .filter(Boolean);
-    commands.push({ entry: match[2] ?? '', flags });
+    commands.push({ entry: (match[2] ?? '').replace(/^dist\//, '').replace(/\.js$/, '.ts'), flags });
   }
   return commands;
 }
@@ -47,7 +50,9 @@ test.each(['docker-compose.yml', 'Dockerfile', 'package.json'])(
 
 test('docker-compose.yml starts every API and worker service through node with the flags (none bypass them)', () => {
   const compose = read('docker-compose.yml');
-  const starts = compose.split('\n').filter((line) => /(api|worker)\/main\.ts/.test(line));
+  const starts = compose.split('\n').filter((line) => /(api|worker)\/main\.[tj]s/.test(line));
   expect(starts.length).toBe(nodeCommands(compose).length);
+  // The dev stack's (TypeScript through tsx) and the production profile's (compiled JavaScript).
   expect(starts.length).toBe(4);
+  expect(nodeCommands(compose).filter(({ entry }) => entry === 'worker/main.ts')).toHaveLength(2);
 });

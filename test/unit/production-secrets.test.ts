@@ -3,25 +3,9 @@
  * naming each one it still holds, and starts once every one is set.
  */
 import { spawnSync } from 'node:child_process';
-import { generateKeyPairSync } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { loadEnv } from '../../config/env.js';
-
-const REAL_SECRETS = {
-  SECRETS_ENCRYPTION_KEY: 'a1'.repeat(32),
-  PAYLOAD_CODEC_KEYS: `prod-1:${Buffer.alloc(32, 7).toString('base64')}`,
-  PAYLOAD_CODEC_ACTIVE_KEY: 'prod-1',
-  GATEWAY_A_ACCESS_TOKEN: 'APP_USR-real-access-token',
-  GATEWAY_A_WEBHOOK_SECRET: 'real-webhook-secret',
-  GATEWAY_B_API_KEY: 'real-identity-key',
-  GATEWAY_B_SECRET_KEY: 'real-secret-key',
-  SEATMAP_SECRET_KEY: 'real-seatmap-key',
-  // Signed playback has no public default: production needs the key the video provider issued.
-  VIDEO_SIGNING_KEY_ID: 'provider-key-1',
-  VIDEO_SIGNING_PRIVATE_KEY: generateKeyPairSync('rsa', { modulusLength: 2048 })
-    .privateKey.export({ type: 'pkcs8', format: 'pem' })
-    .toString(),
-};
+import { REAL_SECRETS } from '../support/production-env.js';
 
 describe('production refuses public development secrets', () => {
   test('every dev-default secret is named in the refusal', () => {

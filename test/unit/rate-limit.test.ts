@@ -10,7 +10,11 @@ import { createRateLimiters, rateLimitClientKey, rateLimitedError } from '../../
 import { RATE_LIMIT_NAMES, type RateLimits, rateLimitsFrom } from '../../config/rate-limits.js';
 import { AppError } from '../../domain/errors.js';
 
-const ENV = { PUBLIC_RATE_LIMIT_PER_MINUTE: 120, ORGANIZER_RATE_LIMIT_PER_MINUTE: 1200 };
+const ENV = {
+  PUBLIC_RATE_LIMIT_PER_MINUTE: 120,
+  ORGANIZER_RATE_LIMIT_PER_MINUTE: 1200,
+  WAITING_ROOM_POLLS_PER_10_SECONDS: 25,
+};
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -39,7 +43,7 @@ const small = (points: number, windowSeconds = 60): RateLimits =>
 
 describe('rate limit configuration (config/rate-limits.ts)', () => {
   test('every limit has a name, whole points and a window; the env numbers set the public and organizer limits', () => {
-    const limits = rateLimitsFrom({ PUBLIC_RATE_LIMIT_PER_MINUTE: 7, ORGANIZER_RATE_LIMIT_PER_MINUTE: 9 });
+    const limits = rateLimitsFrom({ ...ENV, PUBLIC_RATE_LIMIT_PER_MINUTE: 7, ORGANIZER_RATE_LIMIT_PER_MINUTE: 9 });
     expect(Object.keys(limits).sort()).toEqual([...RATE_LIMIT_NAMES].sort());
     expect(limits.publicApi).toMatchObject({ points: 7, windowSeconds: 60 });
     expect(limits.organizerApiKey).toMatchObject({ points: 9, windowSeconds: 60 });

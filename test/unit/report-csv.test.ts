@@ -45,7 +45,30 @@ describe('CSV cells', () => {
     expect(csvCell('+57 300')).toBe("'+57 300");
     expect(csvCell('-1+2')).toBe("'-1+2");
     expect(csvCell('@SUM(A1)')).toBe("'@SUM(A1)");
-    expect(csvCell('\t=1')).toBe("'\t=1");
+    expect(csvCell('\t=1')).toBe(`"'\t'=1"`);
+  });
+
+  test('a formula after a separator another reader splits on (; tab |) is neutralised too, and the cell quoted', () => {
+    expect(csvCell('Ana;=1+1;x')).toBe(`"Ana;'=1+1;x"`);
+    expect(csvCell('Ana;+57 300')).toBe(`"Ana;'+57 300"`);
+    expect(csvCell('a|@SUM(A1)')).toBe(`"a|'@SUM(A1)"`);
+    expect(csvCell('a\t-1+2')).toBe(`"a\t'-1+2"`);
+    expect(csvCell('Gómez, =cmd')).toBe('"Gómez, =cmd"');
+    expect(csvCell('Gómez,=cmd')).toBe(`"Gómez,'=cmd"`);
+    expect(csvCell('Ana; Gómez')).toBe('"Ana; Gómez"');
+  });
+
+  test('split on ; or | as a naive reader does, no piece of any cell starts like a formula', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom('a', '=', '+', '-', '@', ';', '|', ',', '\t', ' ', '1'), { maxLength: 12 }),
+        (chars) => {
+          const cell = csvCell(chars.join(''));
+          const text = cell.startsWith('"') ? cell.slice(1, -1).replaceAll('""', '"') : cell;
+          for (const piece of text.split(/[;|,\t]/)) expect(piece).not.toMatch(/^[=+\-@]/);
+        },
+      ),
+    );
   });
 
   test('numbers we write ourselves (a negative net) stay numbers; null is an empty cell; times are ISO UTC', () => {
@@ -65,7 +88,11 @@ describe('CSV cells', () => {
     fc.assert(
       fc.property(fc.array(fc.string({ unit: 'binary', maxLength: 30 }), { minLength: 1, maxLength: 8 }), (cells) => {
         const [parsed] = parseCsv(csvLine(cells));
-        const expected = cells.map((cell) => (/^[=+\-@\t\r]/.test(cell) ? `'${cell}` : cell));
+        const expected = cells.map((cell) => {
+          // A formula start after a separator another reader splits on carries the quote prefix too.
+          const pieces = cell.replace(/([,;\t|])(?=[=+\-@\r])/g, "$1'");
+          return /^[=+\-@\t\r]/.test(pieces) ? `'${pieces}` : pieces;
+        });
         expect(parsed).toEqual(expected);
       }),
       { numRuns: 500 },

@@ -160,7 +160,9 @@ describe('webhook URL rules: IPv4 hidden inside IPv6 (contract 4.15: localhost, 
 
 describe('webhook signatures (contract part 6 plus the timestamped variant)', () => {
   const secret = 'whsec_test_secret_value';
-  const body = '{"event":"sale.confirmed","data":{"saleId":"s"},"sentAt":"2026-01-01T00:00:00.000Z"}';
+  const bodySentAt = (sentAt: Date) =>
+    JSON.stringify({ event: 'sale.confirmed', data: { saleId: 's' }, sentAt: sentAt.toISOString() });
+  const body = bodySentAt(new Date());
 
   test('a receiver verifies the hex HMAC-SHA256 of the raw body and the timestamped signature', () => {
     const timestamp = Math.floor(Date.now() / 1000);
@@ -190,6 +192,21 @@ describe('webhook signatures (contract part 6 plus the timestamped variant)', ()
         signatureV2: signTimestampedBody(secret, old, body),
       }),
     ).toEqual({ ok: false, reason: 'stale_timestamp' });
+  });
+
+  test('the contract signature alone is fresh only within the window: a recorded body replayed later is refused', () => {
+    const recorded = bodySentAt(new Date(Date.now() - 10 * 60_000));
+    expect(verifyWebhookSignature({ secret, rawBody: recorded, signature: signBody(secret, recorded) })).toEqual({
+      ok: false,
+      reason: 'stale_sent_at',
+    });
+    // Within the window it verifies; a body without a signed sentAt never does.
+    const fresh = bodySentAt(new Date(Date.now() - 60_000));
+    expect(verifyWebhookSignature({ secret, rawBody: fresh, signature: signBody(secret, fresh) })).toEqual({
+      ok: true,
+    });
+    const undated = '{"event":"sale.confirmed","data":{"saleId":"s"}}';
+    expect(verifyWebhookSignature({ secret, rawBody: undated, signature: signBody(secret, undated) }).ok).toBe(false);
   });
 
   test('signing secrets are stored with AES-256-GCM: ciphertext differs each time, decrypts back, tampering is detected', () => {

@@ -1,24 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../domain/errors.js';
-import { consumeSignInCode } from '../../../domain/sign-in-codes.js';
-import { hashSignInCode } from '../../../entities/buyer.js';
-import { newId } from '../../../entities/ids.js';
-import { Buyer, BuyerLoginCode } from '../../../entities/index.js';
-import type { buyerSignIn } from '../../../workflows/buyer-sign-in.js';
-import { buyerSignInWorkflowId } from '../../../workflows/definitions.js';
+import { signInRequester } from '../../../domain/sign-in-codes.js';
 import { EmailSchema } from '../../http/email.js';
 import { dataOf } from '../../http/envelope.js';
 import { enforceRateLimit } from '../../http/limits.js';
 import { customerAccess, publicAccess } from '../../http/route-access.js';
-import {
-  BUYER_SESSION_COOKIE,
-  currentCustomer,
-  issueBuyerSession,
-  signedInAnswer,
-} from '../../plugins/customer-auth.js';
+import { BUYER_SESSION_COOKIE, currentCustomer, signedInAnswer } from '../../plugins/customer-auth.js';
 import { rateLimitClientKey } from '../../plugins/rate-limit.js';
+import { endBuyerSession, sendSignInCode, signInWithCode, updateBuyerProfile } from '../../services/buyers.js';
 import type { ApiServices } from '../../services.js';
 
 const CODE_TTL_MS = 10 * 60 * 1000;
@@ -58,12 +48,7 @@ export const customerAuthRoutes: FastifyPluginAsyncZod<{ services: ApiServices }
       // Keyed on the email and the client together: a budget per email alone could be spent by anyone, locking the
       // buyer out of signing in from their own address.
       await enforceRateLimit(request, 'signInRequestPerEmailAndClient', signInKey(email, client));
-      await services.temporal.workflow.start<typeof buyerSignIn>('buyerSignIn', {
-        taskQueue: services.env.TEMPORAL_TASK_QUEUE,
-        workflowId: buyerSignInWorkflowId(randomUUID()),
-        args: [{ email, codeTtlMs: CODE_TTL_MS }],
-        workflowExecutionTimeout: '10 minutes',
-      });
+      await sendSignInCode(services, email, signInRequester(client), CODE_TTL_MS);
       // The same answer whether or not the address has an account, so it reveals nothing.
       return reply.status(202).send({ data: { sent: true as const, expiresInSeconds: CODE_TTL_MS / 1000 } });
     },
@@ -86,21 +71,17 @@ export const customerAuthRoutes: FastifyPluginAsyncZod<{ services: ApiServices }
       const { email, code } = request.body;
       const client = rateLimitClientKey(request.ip);
       await enforceRateLimit(request, 'signInVerifyPerClient', client);
-      // Per email and client, for the same reason as on request. Guessing a code from many clients stays bounded by
-      // MAX_SIGN_IN_CODE_ATTEMPTS per code (domain/sign-in-codes.ts), which this limit never replaced.
+      // Per email and client, for the same reason as on request. Guessing a code from many clients stays bounded:
+      // past MAX_SHARED_SIGN_IN_CODE_ATTEMPTS wrong guesses a code answers only its requester (domain/sign-in-codes.ts),
+      // and wrong guesses never spend it, so nobody can lock the owner out.
       await enforceRateLimit(request, 'signInVerifyPerEmailAndClient', signInKey(email, client));
-      const em = request.em.fork();
       const invalid = () =>
         new AppError('UNAUTHENTICATED', 'The code is wrong, expired or already used; request a new one');
-      const session = await em.transactional(async (tx) => {
-        if (!(await consumeSignInCode(tx, BuyerLoginCode, { email, codeHash: hashSignInCode(email, code) }))) {
-          return null;
-        }
-        // First-party buyers only: an enterprise's buyer with this address is another account (entities/buyer.ts).
-        let buyer = await tx.findOne(Buyer, { email, enterprise: null });
-        if (!buyer) buyer = tx.create(Buyer, { id: newId(), email, name: null, phone: null });
-        const { token, row } = issueBuyerSession(tx, buyer.id, SESSION_TTL_MS);
-        return { token, row, buyer };
+      const session = await signInWithCode(request.em.fork(), {
+        email,
+        code,
+        requester: signInRequester(client),
+        sessionTtlMs: SESSION_TTL_MS,
       });
       if (!session) throw invalid();
       reply.setCookie(BUYER_SESSION_COOKIE, session.token, {
@@ -154,10 +135,7 @@ export const customerAuthRoutes: FastifyPluginAsyncZod<{ services: ApiServices }
     },
     async (request) => {
       const customer = currentCustomer(request);
-      const buyer = await request.em.findOneOrFail(Buyer, { id: customer.buyerId });
-      if (request.body.name !== undefined) buyer.name = request.body.name;
-      if (request.body.phone !== undefined) buyer.phone = request.body.phone;
-      await request.em.flush();
+      const buyer = await updateBuyerProfile(request.em, customer.buyerId, request.body);
       return { data: { id: buyer.id, email: buyer.email, name: buyer.name ?? null, phone: buyer.phone ?? null } };
     },
   );
@@ -174,9 +152,7 @@ export const customerAuthRoutes: FastifyPluginAsyncZod<{ services: ApiServices }
     },
     async (request, reply) => {
       const customer = currentCustomer(request);
-      await request.em.execute('update buyer_sessions set revoked_at = now() where id = ? and revoked_at is null', [
-        customer.sessionId,
-      ]);
+      await endBuyerSession(request.em, customer.sessionId);
       reply.clearCookie(BUYER_SESSION_COOKIE, { path: '/' });
       return { data: { loggedOut: true as const } };
     },

@@ -1,28 +1,17 @@
-import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../domain/errors.js';
-import { hostForLog, parseHostList, type ReturnUrlAuthority, returnUrlForOrder } from '../../../domain/return-url.js';
+import { hostForLog, parseHostList } from '../../../domain/return-url.js';
 import { isUuid } from '../../../entities/ids.js';
-import { EventDate, Sale } from '../../../entities/index.js';
 import type { ISale } from '../../../entities/sale.js';
-import {
-  chargeCardUpdate,
-  checkoutWorkflowId,
-  openPaymentUpdate,
-  openPseUpdate,
-  type PaymentUnavailable,
-  type ReservedSale,
-  releaseUpdate,
-} from '../../../workflows/definitions.js';
-import { openGatewayACardPayment } from '../../http/card-payment-open.js';
-import { reserveThroughCheckout, type SaleKey, saleMadeWithKey } from '../../http/checkout.js';
+import type { ReservedSale } from '../../../workflows/definitions.js';
+import { reserveThroughCheckout, type SaleKey, saleIdFor, saleMadeWithKey } from '../../http/checkout.js';
 import { assertCustomerMayBuyIn } from '../../http/customer-scope.js';
-import { dataOf } from '../../http/envelope.js';
-import { enforceRateLimit, requireRedis } from '../../http/limits.js';
+import { dataOf, WarningSchema } from '../../http/envelope.js';
+import { enforceRateLimit } from '../../http/limits.js';
 import { minorUnits } from '../../http/money.js';
 import { askCheckoutToCheckPayment } from '../../http/payment-check.js';
-import { hasAdmittedTurn } from '../../http/queue.js';
+import { reserveWithTurn } from '../../http/queue.js';
 import { customerAccess, publicAccess } from '../../http/route-access.js';
 import {
   findSaleByIdOrReference,
@@ -35,17 +24,22 @@ import {
   SaleItemSchema,
   TicketSummarySchema,
 } from '../../http/sale-views.js';
-import { refusalError } from '../../http/workflow-refusals.js';
 import { currentCustomer } from '../../plugins/customer-auth.js';
-import type { ApiServices } from '../../services.js';
 import {
-  checkPurchaseSessionHeader,
-  claimPurchaseSession,
-  presentedPurchaseSession,
-  requiresPurchaseSession,
-  type SessionClaim,
-  type SessionOrderOutcome,
-} from './purchase-sessions.js';
+  assertPayable,
+  chargeCard,
+  claimSessionForOrder,
+  openPayment,
+  openPse,
+  orderableDate,
+  orderReturnUrl,
+  paymentReturnTarget,
+  releaseOrder,
+  unfinishedOrder,
+} from '../../services/customer-orders.js';
+import type { SessionOrderOutcome } from '../../services/purchase-sessions.js';
+import type { ApiServices } from '../../services.js';
+import { presentedPurchaseSession } from './purchase-sessions.js';
 
 /** The virtual-queue turn token (POST /api/public/queue/{eventDateId}), as X-Queue-Token. */
 export function presentedQueueToken(headers: Record<string, unknown>): string | null {
@@ -193,9 +187,6 @@ const toCreateResult = (sale: ReservedSale) =>
         expiresAt: sale.expiresAtMs ? new Date(sale.expiresAtMs).toISOString() : null,
       };
 
-const paymentUnavailable = (result: PaymentUnavailable) =>
-  new AppError('PAYMENT_UNAVAILABLE', result.message, { details: { reason: result.reason } });
-
 export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
   // Parsed once, so a malformed RETURN_URL_ALLOWED_HOSTS stops the start instead of silently dropping return links.
   const serviceReturnUrlHosts = parseHostList(services.env.RETURN_URL_ALLOWED_HOSTS);
@@ -209,47 +200,14 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
     const customer = currentCustomer(request);
     const sale = requireOwnedSale(await findSaleByIdOrReference(request.em, id), customer);
     await enforceRateLimit(request, limit, customer.buyerId);
-    await checkPurchaseSessionHeader(services, request.em, {
-      headers: request.headers,
-      workspaceId: sale.workspace,
-      buyerId: customer.buyerId,
-      eventDateId: sale.eventDate,
-    });
-    if (sale.status !== 'PENDING') {
-      throw new AppError('PAYMENT_UNAVAILABLE', `The sale is ${sale.status}, not pending`, {
-        details: { reason: 'not_pending' },
-      });
-    }
-    if (!sale.expiresAt || sale.expiresAt.getTime() <= Date.now()) {
-      throw new AppError('PAYMENT_UNAVAILABLE', 'The reservation has expired; start the purchase again', {
-        details: { reason: 'reservation_expired' },
-      });
-    }
+    await assertPayable(
+      services,
+      request.em,
+      sale,
+      { buyerId: customer.buyerId, presentedSessionId: presentedPurchaseSession(request.headers) },
+      Date.now(),
+    );
     return sale;
-  }
-
-  /** Runs an update on the sale's checkout; a closed execution means the sale cannot take payments any more. */
-  async function updateCheckout<T>(
-    saleId: string,
-    run: (handle: ReturnType<typeof services.temporal.workflow.getHandle>) => Promise<T>,
-  ): Promise<T> {
-    try {
-      return await run(services.temporal.workflow.getHandle(checkoutWorkflowId(saleId)));
-    } catch (error) {
-      const refused = refusalError(error);
-      if (refused) throw refused;
-      if (error instanceof WorkflowNotFoundError) {
-        throw new AppError('PAYMENT_UNAVAILABLE', 'The sale is no longer pending', {
-          details: { reason: 'not_pending' },
-        });
-      }
-      if (error instanceof WorkflowUpdateFailedError) {
-        throw new AppError('PROVIDER_UNAVAILABLE', 'The payment provider did not answer; retry', {
-          details: { cause: error.cause?.message ?? null },
-        });
-      }
-      throw error;
-    }
   }
 
   app.post(
@@ -260,7 +218,18 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
         tags: ['customer'],
         summary: 'Reserve tickets and create a PENDING sale (or a confirmed one when a 100% discount makes it free)',
         body: CreateCustomerOrderBody,
-        response: { 201: dataOf(CustomerOrderCreateResultSchema) },
+        response: {
+          201: dataOf(CustomerOrderCreateResultSchema).extend({
+            warnings: z
+              .array(WarningSchema)
+              .optional()
+              .meta({
+                description:
+                  'RETURN_URL_IGNORED when returnUrl is not allowed for this event (contract 4.2: the purchase ' +
+                  "proceeds and the buyer returns to the service's own order page)",
+              }),
+          }),
+        },
       },
     },
     async (request, reply) => {
@@ -278,90 +247,78 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
         eventDateId: body.eventDateId,
       });
       if (earlier) return reply.status(201).send({ data: toCreateResult(earlier) });
-      const date = await request.em.findOne(EventDate, { id: body.eventDateId }, { filters: { tenant: false } });
-      if (!date) throw new AppError('NOT_FOUND', 'Event date not found');
+      const date = await orderableDate(request.em, body.eventDateId);
       const enterprise = await assertCustomerMayBuyIn(request, customer, date.workspace, 'Event date');
-      const returnUrlAuthority: ReturnUrlAuthority = enterprise
-        ? {
-            kind: 'enterprise',
-            allowlist: enterprise.returnUrlAllowlist,
-            servedWorkspaceIds: enterprise.servedWorkspaceIds,
-          }
-        : { kind: 'service', allowlist: serviceReturnUrlHosts };
-      const returnUrl = returnUrlForOrder(body.returnUrl, returnUrlAuthority, date.workspace);
-      if (!returnUrl) request.log.info({ returnUrlHost: hostForLog(body.returnUrl) }, 'returnUrl not allowed; ignored');
-      // Purchase session (5.7): required when the workspace says so, validated whenever present, and the owner of
-      // the hold token an order with seats must carry.
-      const headerSession = presentedPurchaseSession(request.headers);
-      if (!headerSession && (await requiresPurchaseSession(request.em, date.workspace))) {
-        throw new AppError('PURCHASE_SESSION_REQUIRED', 'This event needs the X-Purchase-Session header', {
-          details: { reason: 'purchase_session_required' },
+      const returnUrl = orderReturnUrl(body.returnUrl, enterprise, serviceReturnUrlHosts, date.workspace);
+      if (!returnUrl) {
+        request.log.info({ returnUrlHost: hostForLog(body.returnUrl) }, 'returnUrl not allowed; ignored');
+        // Ignored as the contract says, but never silently: the integrator learns its allowlist does not cover it.
+        request.warnings.push({
+          code: 'RETURN_URL_IGNORED',
+          message:
+            "returnUrl is not on the allowlist for this event's workspace; it was ignored and the buyer returns to " +
+            "the service's own order page",
+          field: 'body.returnUrl',
         });
       }
-      const seats = item.seats?.length ? item.seats : null;
-      let claim: SessionClaim | null = null;
-      if (headerSession || seats) {
-        claim = await claimPurchaseSession(services, {
-          workspaceId: date.workspace,
-          buyerId: customer.buyerId,
-          sessionId: headerSession,
-          eventDateId: date.id,
-        });
-      }
-      if (seats && (!claim || claim.session.holdToken !== body.holdToken)) {
-        await claim?.finish({ ordered: false });
-        throw new AppError(
-          'HOLD_TOKEN_MISMATCH',
-          "holdToken is not the hold token of the buyer's live purchase session",
-          {
-            details: { reason: 'hold_token_mismatch' },
-          },
-        );
-      }
-      const queueTurnAdmitted = date.virtualQueue
-        ? await requireRedis('The waiting room', () =>
-            hasAdmittedTurn(services.redis, date.id, presentedQueueToken(request.headers)),
-          )
-        : false;
+      const seated = Boolean(item.seats?.length);
+      const claim = await claimSessionForOrder(services, request.em, {
+        workspaceId: date.workspace,
+        buyerId: customer.buyerId,
+        eventDateId: date.id,
+        presentedSessionId: presentedPurchaseSession(request.headers),
+        seated,
+        holdToken: body.holdToken ?? null,
+      });
       let outcome: SessionOrderOutcome = { ordered: false };
       let sale: Awaited<ReturnType<typeof reserveThroughCheckout>>;
       try {
-        sale = await reserveThroughCheckout(
-          services,
-          {
-            origin: 'CUSTOMER',
-            channel: 'WEB',
-            pinnedWorkspaceId: customer.pinnedWorkspaceId,
-            eventDateId: body.eventDateId,
-            ticketTypeId: item.ticketTypeId,
-            quantity: item.quantity,
-            seats: item.seats ?? null,
-            holdToken: body.holdToken ?? null,
-            discountCode: body.discountCode ?? null,
-            buyerId: customer.buyerId,
-            buyerEmail: customer.email,
-            buyer: {
-              name: body.buyer.name,
-              phone: body.buyer.phone,
-              idType: body.buyer.idType,
-              idNumber: body.buyer.idNumber,
-              nitDigit: body.buyer.nitDigit ?? null,
+        const turnOrder = {
+          date,
+          queueToken: presentedQueueToken(request.headers),
+          saleId: saleKey.idempotencyKey ? saleIdFor(saleKey) : null,
+          units: item.quantity,
+        };
+        sale = await reserveWithTurn(request, services, turnOrder, (queueTurnAdmitted) =>
+          reserveThroughCheckout(
+            services,
+            {
+              origin: 'CUSTOMER',
+              channel: 'WEB',
+              pinnedWorkspaceId: customer.pinnedWorkspaceId,
+              eventDateId: body.eventDateId,
+              ticketTypeId: item.ticketTypeId,
+              quantity: item.quantity,
+              seats: item.seats ?? null,
+              holdToken: body.holdToken ?? null,
+              discountCode: body.discountCode ?? null,
+              buyerId: customer.buyerId,
+              buyerEmail: customer.email,
+              buyer: {
+                name: body.buyer.name,
+                phone: body.buyer.phone,
+                idType: body.buyer.idType,
+                idNumber: body.buyer.idNumber,
+                nitDigit: body.buyer.nitDigit ?? null,
+              },
+              returnUrl,
+              confirmImmediately: false,
+              complimentary: false,
+              queueTurnAdmitted,
             },
-            returnUrl,
-            confirmImmediately: false,
-            complimentary: false,
-            queueTurnAdmitted,
-          },
-          saleKey,
+            saleKey,
+          ),
         );
         // Seated or not, the session that created the order stays valid for its payment (contract 4.3); only a
         // seated order takes the session's hold token.
-        outcome = { ordered: true, holdTokenUsed: seats !== null, orderExpiresAtMs: sale.expiresAtMs };
+        outcome = { ordered: true, holdTokenUsed: seated, orderExpiresAtMs: sale.expiresAtMs };
       } finally {
         // Before the answer: a buyer reading the session right after the 201 finds it ORDERED, not still ACTIVE.
         await claim?.finish(outcome);
       }
-      return reply.status(201).send({ data: toCreateResult(sale) });
+      return reply
+        .status(201)
+        .send({ data: toCreateResult(sale), ...(request.warnings.length ? { warnings: request.warnings } : {}) });
     },
   );
 
@@ -377,19 +334,7 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
       },
     },
     async (request) => {
-      const customer = currentCustomer(request);
-      if (!isUuid(request.query.eventDateId)) return { data: null };
-      const sale = await request.em.findOne(
-        Sale,
-        {
-          buyer: customer.buyerId,
-          eventDate: request.query.eventDateId,
-          status: 'PENDING',
-          expiresAt: { $gt: new Date() },
-          ...(customer.pinnedWorkspaceId ? { workspace: customer.pinnedWorkspaceId } : {}),
-        },
-        { filters: { tenant: false }, orderBy: { createdAt: 'desc' } },
-      );
+      const sale = await unfinishedOrder(request.em, currentCustomer(request), request.query.eventDateId, new Date());
       if (!sale) return { data: null };
       return { data: toCustomerOrder(sale, await loadItems(request.em, sale.id), []) };
     },
@@ -431,12 +376,7 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
     },
     async (request) => {
       const sale = await payableSale(request, request.params.id, 'paymentOpen');
-      const cardForm = await openGatewayACardPayment(request.em, sale, services.env.GATEWAY_A_PUBLIC_KEY);
-      if (cardForm) return { data: cardForm };
-      const result = await updateCheckout(sale.id, (handle) => handle.executeUpdate(openPaymentUpdate));
-      if (!result.ok) throw paymentUnavailable(result);
-      const { gateway: _gateway, ...configuration } = result.configuration;
-      return { data: configuration };
+      return { data: await openPayment(services, request.log, request.em, sale) };
     },
   );
 
@@ -470,18 +410,11 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
     },
     async (request) => {
       const sale = await payableSale(request, request.params.id, 'paymentCard');
-      const result = await updateCheckout(sale.id, (handle) =>
-        handle.executeUpdate(chargeCardUpdate, {
-          args: [
-            {
-              cardToken: request.body.token,
-              paymentMethodId: request.body.paymentMethodId ?? null,
-              installments: request.body.installments,
-            },
-          ],
-        }),
-      );
-      if (!result.ok) throw paymentUnavailable(result);
+      const result = await chargeCard(services, request.log, sale, {
+        cardToken: request.body.token,
+        paymentMethodId: request.body.paymentMethodId ?? null,
+        installments: request.body.installments,
+      });
       return {
         data: {
           paymentId: result.paymentId,
@@ -507,11 +440,7 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
     },
     async (request) => {
       const sale = await payableSale(request, request.params.id, 'paymentOpen');
-      const result = await updateCheckout(sale.id, (handle) =>
-        handle.executeUpdate(openPseUpdate, { args: [{ bankCode: null }] }),
-      );
-      if (!result.ok) throw paymentUnavailable(result);
-      return { data: { redirectUrl: result.redirectUrl } };
+      return { data: { redirectUrl: await openPse(services, request.log, sale) } };
     },
   );
 
@@ -531,14 +460,8 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
         await findSaleByIdOrReference(request.em, request.params.id),
         currentCustomer(request),
       );
-      if (sale.status !== 'PENDING') {
-        throw new AppError('INVALID_STATE', `The sale is ${sale.status}; only a pending reservation can be released`);
-      }
-      const result = await updateCheckout(sale.id, (handle) =>
-        handle.executeUpdate(releaseUpdate, { args: [{ reason: 'buyer_release', acknowledgeOpenPayment: false }] }),
-      );
-      if (!result.ok) throw new AppError('INVALID_STATE', result.message);
-      return { data: { id: sale.id, reference: sale.reference, status: result.saleStatus } };
+      const status = await releaseOrder(services, request.log, sale);
+      return { data: { id: sale.id, reference: sale.reference, status } };
     },
   );
 
@@ -548,14 +471,8 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
     '/customer/orders/:id/payment/return',
     { config: publicAccess(), schema: { hide: true, params: OrderIdParams } },
     async (request, reply) => {
-      const sale = isUuid(request.params.id)
-        ? await request.em.findOne(Sale, { id: request.params.id }, { filters: { tenant: false } })
-        : null;
-      if (!sale) throw new AppError('NOT_FOUND', 'Order not found');
-      const fallback = `${services.env.PUBLIC_ORIGIN.replace(/\/$/, '')}/api/public/orders/${sale.id}`;
-      const target = new URL(sale.returnUrl ?? fallback);
-      target.searchParams.set('reference', sale.reference);
-      return reply.redirect(target.toString(), 302);
+      const target = await paymentReturnTarget(request.em, request.params.id, services.env.PUBLIC_ORIGIN);
+      return reply.redirect(target, 302);
     },
   );
 };

@@ -1,41 +1,29 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AppError, notFound } from '../../../domain/errors.js';
-import {
-  type FeePolicy,
-  type MemberUnitQuote,
-  quoteMemberUnit,
-  quoteUnit,
-  ticketTypeFeePolicy,
-  type UnitQuote,
-} from '../../../domain/pricing.js';
-import { ANY_TENANT } from '../../../entities/common.js';
-import { type EVENT_STATUSES, type IEvent, SALES_MODES } from '../../../entities/event.js';
-import type { IEventDate } from '../../../entities/event-date.js';
-import { Event, EventDate, TicketType, Venue, Workspace } from '../../../entities/index.js';
-import { type ActiveMembership, activeMembership } from '../../../entities/membership-queries.js';
-import { availableUnits } from '../../../entities/stock.js';
-import type { ITicketType } from '../../../entities/ticket-type.js';
-import type { IVenue } from '../../../entities/venue.js';
-import type { IWorkspace } from '../../../entities/workspace.js';
-import type { SeatMapObjectInfo } from '../../../integrations/seatmap/client.js';
+import { notFound } from '../../../domain/errors.js';
+import { SALES_MODES } from '../../../entities/event.js';
+import { activeMembership } from '../../../entities/membership-queries.js';
 import { dataOf, listOf } from '../../http/envelope.js';
 import { minorUnits } from '../../http/money.js';
 import { decodeCursor, encodeCursor, PageQuerySchema } from '../../http/pagination.js';
 import { publicAccess } from '../../http/route-access.js';
 import { isoOrNull } from '../../http/schemas.js';
-import { seatMapClient } from '../../http/seatmap.js';
 import { presentedSessionToken, resolveBuyerSession } from '../../plugins/customer-auth.js';
+import {
+  type CatalogEntry,
+  cheapestOpenPrice,
+  isNumbered,
+  listCatalogEvents,
+  loadCatalog,
+  memberQuoteOf,
+  publishedEvent,
+  quoteOf,
+  salesStatus,
+  sellableDates,
+  stockOf,
+} from '../../services/catalog.js';
 import type { ApiServices } from '../../services.js';
-
-/**
- * The storefront reads every organizer's catalog, so each query turns the tenant filter off explicitly; the
- * notDeleted filter stays on, so soft-deleted events, dates and ticket types never show.
- */
-
-const PUBLISHED: (typeof EVENT_STATUSES)[number] = 'PUBLISHED';
 
 /** Catalog pages may be cached briefly by browsers and CDNs; availability never (contract 4.18). */
 const CATALOG_CACHE_CONTROL = 'public, max-age=30';
@@ -182,30 +170,6 @@ const SlugParamSchema = z.object({ slug: z.string().min(1).max(120) });
 // ---------------------------------------------------------------------------------------------------------------
 // Reading the catalog
 
-/** The workspace's fee policy with the ticket type's overrides: the policy checkout charges with. */
-export const feePolicyFor = (workspace: IWorkspace, type: ITicketType): FeePolicy =>
-  ticketTypeFeePolicy(workspace, type);
-
-const isNumbered = (type: ITicketType): boolean => type.seatMapCategoryKey !== null;
-
-const quoteOf = (workspace: IWorkspace, type: ITicketType): UnitQuote =>
-  quoteUnit({ price: type.price, feePolicy: feePolicyFor(workspace, type), numbered: isNumbered(type) });
-
-/** The member price of a type the member may buy, by the same engine checkout charges with; undefined otherwise. */
-const memberQuoteOf = (
-  workspace: IWorkspace,
-  type: ITicketType,
-  membership: ActiveMembership | null,
-): MemberUnitQuote | undefined => {
-  if (!membership || (type.membersOnly && !membership.benefits.membersOnlyAccess)) return undefined;
-  return quoteMemberUnit({
-    price: type.price,
-    feePolicy: feePolicyFor(workspace, type),
-    numbered: isNumbered(type),
-    discountPercent: membership.benefits.discountPercent,
-  });
-};
-
 /**
  * The membership of the buyer whose session the request carries, in the event's workspace. The availability is
  * anonymous: a missing, unknown or expired session only means no member prices, never an error.
@@ -216,74 +180,10 @@ async function requestMembership(request: FastifyRequest, workspaceId: string, n
   return buyer ? activeMembership(request.em, workspaceId, buyer.buyerId, now) : null;
 }
 
-const salesStatus = (date: IEventDate, now: Date): 'OPEN' | 'UPCOMING' | 'ENDED' => {
-  if (date.salesEndAt && date.salesEndAt <= now) return 'ENDED';
-  if (date.salesStartAt && date.salesStartAt > now) return 'UPCOMING';
-  return 'OPEN';
-};
-
-interface CatalogEntry {
-  event: IEvent;
-  workspace: IWorkspace;
-  venue: IVenue | null;
-  /** Upcoming dates (startsAt > now, not cancelled or deleted), earliest first. */
-  dates: IEventDate[];
-  /** Live ticket types per date id, in display order. */
-  types: Map<string, ITicketType[]>;
-}
-
-/** Loads, for published events, everything the storefront shows about them, in a fixed number of queries. */
-async function loadCatalog(em: EntityManager, events: IEvent[], now: Date): Promise<Map<string, CatalogEntry>> {
-  const entries = new Map<string, CatalogEntry>();
-  if (events.length === 0) return entries;
-  const eventIds = events.map((event) => event.id);
-  const venueIds = events.flatMap((event) => (event.venue ? [event.venue] : []));
-  const [workspaces, venues, dates] = await Promise.all([
-    em.find(Workspace, { id: { $in: [...new Set(events.map((event) => event.workspace))] } }),
-    venueIds.length ? em.find(Venue, { id: { $in: venueIds } }, ANY_TENANT) : Promise.resolve([]),
-    em.find(
-      EventDate,
-      { event: { $in: eventIds }, startsAt: { $gt: now }, cancelledAt: null },
-      { ...ANY_TENANT, orderBy: { startsAt: 'asc', id: 'asc' } },
-    ),
-  ]);
-  const types = dates.length
-    ? await em.find(
-        TicketType,
-        { eventDate: { $in: dates.map((date) => date.id) } },
-        { ...ANY_TENANT, orderBy: { sortOrder: 'asc', id: 'asc' } },
-      )
-    : [];
-  const workspaceById = new Map(workspaces.map((workspace) => [workspace.id, workspace]));
-  const venueById = new Map(venues.map((venue) => [venue.id, venue]));
-  for (const event of events) {
-    const workspace = workspaceById.get(event.workspace);
-    if (!workspace) continue;
-    entries.set(event.id, {
-      event,
-      workspace,
-      venue: event.venue ? (venueById.get(event.venue) ?? null) : null,
-      dates: dates.filter((date) => date.event === event.id),
-      types: new Map(),
-    });
-  }
-  for (const date of dates) entries.get(date.event)?.types.set(date.id, []);
-  for (const type of types) entries.get(type.event)?.types.get(type.eventDate)?.push(type);
-  return entries;
-}
-
 function toSummary(entry: CatalogEntry, now: Date): z.infer<typeof PublicEventSummarySchema> {
   const { event, workspace, venue } = entry;
-  const sellable = entry.dates.filter((date) => salesStatus(date, now) !== 'ENDED');
-  const next = sellable[0];
-  let cheapest: { buyerTotal: number; currency: string } | null = null;
-  for (const date of sellable) {
-    for (const type of entry.types.get(date.id) ?? []) {
-      if (type.membersOnly) continue;
-      const { buyerTotal } = quoteOf(workspace, type);
-      if (!cheapest || buyerTotal < cheapest.buyerTotal) cheapest = { buyerTotal, currency: type.currency };
-    }
-  }
+  const next = sellableDates(entry, now)[0];
+  const cheapest = cheapestOpenPrice(entry, now);
   return {
     id: event.id,
     slug: event.slug,
@@ -301,44 +201,8 @@ function toSummary(entry: CatalogEntry, now: Date): z.infer<typeof PublicEventSu
   };
 }
 
-/** A published, live event by its public slug, or 404 (drafts, cancelled and deleted events do not exist here). */
-async function publishedEvent(em: EntityManager, slug: string): Promise<IEvent> {
-  const event = await em.findOne(Event, { slug, status: PUBLISHED }, ANY_TENANT);
-  if (!event) throw notFound('Event');
-  return event;
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // Routes
-
-/** Seats of a numbered type straight from the provider: the date's seat-map event filtered by the type's category. */
-async function providerSeats(
-  services: ApiServices,
-  eventKey: string,
-  cache: Map<string, Promise<SeatMapObjectInfo[]>>,
-  categoryKey: string,
-) {
-  let all = cache.get(eventKey);
-  if (!all) {
-    all = seatMapClient(services.env).objectStatuses(eventKey);
-    cache.set(eventKey, all);
-  }
-  try {
-    // Only seats a buyer can order now: held (reservedByToken) and booked seats would fail at checkout.
-    return (await all)
-      .filter((seat) => seat.categoryKey === categoryKey && seat.status === 'free')
-      .map((seat) => ({
-        label: seat.label,
-        categoryKey: seat.categoryKey,
-        categoryLabel: seat.categoryLabel,
-        status: seat.status,
-      }));
-  } catch (error) {
-    throw new AppError('PROVIDER_UNAVAILABLE', 'The seat-map provider did not answer; retry', {
-      details: { cause: (error as Error).message },
-    });
-  }
-}
 
 export const publicCatalogRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
   app.get(
@@ -357,27 +221,16 @@ export const publicCatalogRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
     },
     async (request, reply) => {
       const now = new Date();
-      const after = decodeCursor(request.query.cursor);
-      // Which events to list is decided in SQL (dates filtered there, not in memory), then one page of events is
-      // loaded. Raw SQL bypasses the ORM filters, so soft-deleted rows are excluded explicitly here.
-      const rows = await request.em.execute<{ id: string }[]>(
-        `select e.id from events e
-          where e.status = ? and e.deleted_at is null ${after ? 'and e.id < ?' : ''}
-            and exists (
-              select 1 from event_dates d
-               where d.event_id = e.id and d.deleted_at is null and d.cancelled_at is null
-                 and d.starts_at > ?::timestamptz and (d.sales_end_at is null or d.sales_end_at > ?::timestamptz))
-          order by e.id desc
-          limit ?`,
-        [PUBLISHED, ...(after ? [after] : []), now.toISOString(), now.toISOString(), request.query.limit + 1],
+      const {
+        events,
+        hasMore,
+        lastId: last,
+      } = await listCatalogEvents(
+        request.em,
+        { after: decodeCursor(request.query.cursor), limit: request.query.limit },
+        now,
       );
-      const hasMore = rows.length > request.query.limit;
-      const ids = rows.slice(0, request.query.limit).map((row) => row.id);
-      const events = ids.length
-        ? await request.em.find(Event, { id: { $in: ids } }, { ...ANY_TENANT, orderBy: { id: 'desc' } })
-        : [];
       const catalog = await loadCatalog(request.em, events, now);
-      const last = ids[ids.length - 1];
       reply.header('Cache-Control', CATALOG_CACHE_CONTROL);
       return {
         data: events.flatMap((event) => {
@@ -449,24 +302,7 @@ export const publicCatalogRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
       const entry = (await loadCatalog(request.em, [event], now)).get(event.id);
       if (!entry) throw notFound('Event');
       const membership = await requestMembership(request, entry.workspace.id, now);
-      const allTypes = [...entry.types.values()].flat();
-      const stock = await availableUnits(
-        request.em,
-        allTypes.map((type) => type.id),
-      );
-      const seatCache = new Map<string, Promise<SeatMapObjectInfo[]>>();
-      const seatsByType = new Map<string, Awaited<ReturnType<typeof providerSeats>>>();
-      for (const date of entry.dates) {
-        for (const type of entry.types.get(date.id) ?? []) {
-          if (!isNumbered(type)) continue;
-          seatsByType.set(
-            type.id,
-            date.seatMapEventKey
-              ? await providerSeats(services, date.seatMapEventKey, seatCache, type.seatMapCategoryKey!)
-              : [],
-          );
-        }
-      }
+      const { stock, seatsByType } = await stockOf(services, request.em, entry);
       reply.header('Cache-Control', AVAILABILITY_CACHE_CONTROL);
       return {
         data: {

@@ -1,12 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { type Env, providerUrls } from '../../../config/env.js';
-import { AppError } from '../../../domain/errors.js';
 import { escapeHtml } from '../../../domain/html.js';
 import { isCurrencyCode, toMajorUnits } from '../../../domain/money.js';
-import { ANY_TENANT } from '../../../entities/common.js';
-import { isUuid } from '../../../entities/ids.js';
-import { Event, PaymentAttempt, Sale } from '../../../entities/index.js';
 import type { ISale } from '../../../entities/sale.js';
 import { isGatewayBCurrency } from '../../../integrations/gateway-b/amounts.js';
 import {
@@ -19,6 +15,7 @@ import { gatewayBIntegritySignature } from '../../../integrations/gateway-b/sign
 import { askCheckoutToCheckPayment } from '../../http/payment-check.js';
 import { publicAccess } from '../../http/route-access.js';
 import { publicStatusOf } from '../../http/sale-views.js';
+import { hostedPaymentOrder, orderEventName, orderPaymentPageUrl } from '../../services/public-orders.js';
 import type { ApiServices } from '../../services.js';
 
 /**
@@ -27,9 +24,6 @@ import type { ApiServices } from '../../services.js';
  * opened the payment through the sale's checkout before handing out this page's address, so the checkout already
  * knows the attempt and asks the gateway about it; the page itself changes nothing and can be reloaded at will.
  */
-
-export const orderPaymentPageUrl = (env: Pick<Env, 'PUBLIC_ORIGIN'>, saleId: string): string =>
-  new URL(`/api/public/orders/${saleId}/pay`, env.PUBLIC_ORIGIN).toString();
 
 /** The button script browsers load: configured, the real gateway's when one is configured, else the sandbox's. */
 export function buttonScriptUrl(env: Env): string {
@@ -106,25 +100,10 @@ export const orderPaymentPageRoutes: FastifyPluginAsyncZod<{ services: ApiServic
       },
     },
     async (request, reply) => {
-      const sale = isUuid(request.params.id)
-        ? await request.em.findOne(Sale, { id: request.params.id }, ANY_TENANT)
-        : null;
-      if (sale?.origin !== 'PUBLIC') throw new AppError('NOT_FOUND', 'Order not found');
-      // Only an order whose checkout opened a gateway B payment has a button to show.
-      const opened = await request.em.count(
-        PaymentAttempt,
-        { sale: sale.id, gateway: 'GATEWAY_B', kind: 'OPEN' },
-        ANY_TENANT,
-      );
-      if (opened === 0) throw new AppError('NOT_FOUND', 'This order has no hosted payment page; it pays at gateway A');
+      const sale = await hostedPaymentOrder(request.em, request.params.id);
       // Back from the gateway, the buyer looks here first: the checkout asks the gateway now, not at its next pull.
       askCheckoutToCheckPayment(services, request.log, sale);
-      const event = await request.em.findOne(
-        Event,
-        { id: sale.event },
-        { filters: { tenant: false, notDeleted: false } },
-      );
-      const title = event?.name ?? 'Your order';
+      const title = (await orderEventName(request.em, sale)) ?? 'Your order';
       const view = publicStatusOf(sale);
       let body = '';
       if (

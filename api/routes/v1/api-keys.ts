@@ -1,14 +1,13 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AppError } from '../../../domain/errors.js';
 import { SCOPES } from '../../../domain/roles.js';
-import { ApiKey, type IApiKey, mintApiKey } from '../../../entities/api-key.js';
-import { isUuid } from '../../../entities/ids.js';
+import type { IApiKey } from '../../../entities/api-key.js';
 import { dataOf, listOf } from '../../http/envelope.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import { IdParamSchema, IsoDateTimeSchema, isoOrNull } from '../../http/schemas.js';
 import { activeWorkspace } from '../../plugins/auth.js';
+import { listOwnKeys, mintKey, revokeOwnKey } from '../../services/api-keys.js';
 import type { ApiServices } from '../../services.js';
 
 export const ApiKeySchema = z
@@ -26,7 +25,14 @@ export const ApiKeySchema = z
   .meta({ id: 'ApiKey' });
 
 const CreatedApiKeySchema = ApiKeySchema.extend({
-  key: z.string().meta({ description: 'The plaintext key. Shown only in this response; store it now.' }),
+  key: z
+    .string()
+    .nullable()
+    .meta({
+      description:
+        'The plaintext key. Shown only in this response; store it now. Null in a replay of the same Idempotency-Key: ' +
+        'the key is never kept for replays (warnings says so); revoke it and mint another if it was lost.',
+    }),
 }).meta({ id: 'CreatedApiKey' });
 
 const CreateApiKeyBody = z.object({
@@ -53,31 +59,26 @@ export const apiKeyRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = as
   app.post(
     '/api-keys',
     {
-      config: organizer('ADMIN', 'api-keys'),
+      config: { ...organizer('ADMIN', 'api-keys'), credentialFields: ['data.key'] },
       schema: {
         tags: ['api-keys'],
         summary: 'Mint an API key (the plaintext is returned once)',
         body: CreateApiKeyBody,
-        response: { 201: dataOf(CreatedApiKeySchema) },
+        response: {
+          201: dataOf(CreatedApiKeySchema).extend({ warnings: listOf(z.never()).shape.warnings }),
+        },
       },
     },
     async (request, reply) => {
       const workspace = activeWorkspace(request);
-      const expiresAt = request.body.expiresAt ? new Date(request.body.expiresAt) : null;
-      if (expiresAt && expiresAt.getTime() <= Date.now()) {
-        throw new AppError('VALIDATION_FAILED', 'expiresAt must be in the future', {
-          details: { fields: [{ field: 'body.expiresAt', message: 'must be in the future' }] },
-        });
-      }
-      const { key, plaintext } = mintApiKey(request.em, {
+      const { key, plaintext } = await mintKey(request.em, {
         prefix: services.env.API_KEY_PREFIX,
         userId: workspace.userId,
         workspaceId: workspace.workspaceId,
         name: request.body.name,
         scope: request.body.scope,
-        expiresAt,
+        expiresAt: request.body.expiresAt,
       });
-      await request.em.flush();
       request.log.info({ apiKeyId: key.id, scope: key.scope }, 'api key minted');
       return reply.status(201).send({ data: { ...toApiKey(key), key: plaintext } });
     },
@@ -97,11 +98,11 @@ export const apiKeyRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = as
     },
     async (request) => {
       const caller = request.organizer!;
-      const after = decodeCursor(request.query.cursor);
-      const rows = await request.em.find(
-        ApiKey,
-        { user: caller.user.id, ...(after ? { id: { $lt: after } } : {}) },
-        { orderBy: { id: 'desc' }, limit: request.query.limit + 1 },
+      const rows = await listOwnKeys(
+        request.em,
+        caller.user.id,
+        decodeCursor(request.query.cursor),
+        request.query.limit,
       );
       const { items, page } = toPage(rows, request.query.limit);
       return { data: items.map(toApiKey), page, ...(request.warnings.length ? { warnings: request.warnings } : {}) };
@@ -121,15 +122,8 @@ export const apiKeyRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = as
     },
     async (request) => {
       const caller = request.organizer!;
-      const key = isUuid(request.params.id)
-        ? await request.em.findOne(ApiKey, { id: request.params.id, user: caller.user.id })
-        : null;
-      if (!key) throw new AppError('NOT_FOUND', 'API key not found');
-      if (!key.revokedAt) {
-        key.revokedAt = new Date();
-        await request.em.flush();
-        request.log.info({ apiKeyId: key.id }, 'api key revoked');
-      }
+      const { key, revokedNow } = await revokeOwnKey(request.em, caller.user.id, request.params.id);
+      if (revokedNow) request.log.info({ apiKeyId: key.id }, 'api key revoked');
       return { data: toApiKey(key) };
     },
   );

@@ -16,21 +16,25 @@ import type { Scope } from '../../../domain/roles.js';
 import { organizerAccountEmailWorkflowId } from '../../../workflows/organizer-account-definitions.js';
 import type { organizerAccountEmail } from '../../../workflows/organizer-account-email.js';
 import { EmailSchema } from '../../http/email.js';
-import { dataOf } from '../../http/envelope.js';
+import { dataOf, WarningSchema } from '../../http/envelope.js';
 import { acceptFormBodies } from '../../http/form-body.js';
 import { enforceRateLimit } from '../../http/limits.js';
 import { publicAccess } from '../../http/route-access.js';
 import { rateLimitClientKey } from '../../plugins/rate-limit.js';
+import { revokePresentedKey } from '../../services/api-keys.js';
 import type { ApiServices } from '../../services.js';
 
 /**
- * The auth group (contract 4.1): self-service sign-up, and the two endpoints of the OAuth 2.0 device authorization
- * grant (RFC 8628) a command-line client uses to obtain an API key. The device endpoints speak OAuth, as clients of
- * that RFC expect: form-encoded requests (JSON accepted too), and errors in OAuth's own format (RFC 6749 section 5.2)
- * rather than the contract's error body.
+ * The auth group (contract 4.1): self-service sign-up, the two endpoints of the OAuth 2.0 device authorization
+ * grant (RFC 8628) a command-line client uses to obtain an API key, and token revocation (RFC 7009), with which it
+ * ends that key at logout. These endpoints speak OAuth, as clients of those RFCs expect: form-encoded requests (JSON
+ * accepted too), and errors in OAuth's own format (RFC 6749 section 5.2) rather than the contract's error body.
  */
 
 const NO_CREDENTIAL: Array<Record<string, string[]>> = [];
+
+/** Rate-limit key for an (email, client) pair, length-prefixed so no pair can spell another's. */
+const signUpKey = (email: string, client: string): string => `${email.length}:${email}:${client.length}:${client}`;
 
 const ClientIdSchema = z
   .string()
@@ -89,7 +93,12 @@ const DeviceTokenSchema = z
   .object({
     access_token: z
       .string()
-      .meta({ description: 'An organizer API key (`<prefix>_live_…`), shown only in this answer' }),
+      .nullable()
+      .meta({
+        description:
+          'An organizer API key (`<prefix>_live_…`), shown only in this answer. Null in a replay of the same ' +
+          'Idempotency-Key: the key is never kept for replays (warnings says so); revoke it and log in again if lost.',
+      }),
     token_type: z.literal('Bearer'),
     expires_in: z
       .number()
@@ -97,6 +106,10 @@ const DeviceTokenSchema = z
       .optional()
       .meta({ description: 'Absent: the key does not expire (revoke it with DELETE /api-keys/{id})' }),
     scope: z.enum(['read', 'write']),
+    warnings: z
+      .array(WarningSchema)
+      .optional()
+      .meta({ description: 'Only in an Idempotency-Key replay: CREDENTIAL_NOT_REPLAYED' }),
   })
   .meta({ id: 'DeviceToken' });
 
@@ -171,7 +184,8 @@ export const authRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asyn
           'Creates an unverified account and emails a link to the address; opening it verifies the address, signs the ' +
           'browser in and leads to the device page, where the first workspace is named and the first key approved. ' +
           'The answer is the same whether or not the address already has an account (that address gets a sign-in ' +
-          'pointer instead of a link, and its account is left untouched). Rate limited per client and per email.',
+          'pointer instead of a link, and its account is left untouched). Rate limited per client, and per email from ' +
+          'each client (so nobody can block an address for its owner).',
         security: NO_CREDENTIAL,
         body: z.object({
           email: EmailSchema,
@@ -191,8 +205,10 @@ export const authRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asyn
     },
     async (request, reply) => {
       const { email, name } = request.body;
-      await enforceRateLimit(request, 'signUpPerClient', rateLimitClientKey(request.ip));
-      await enforceRateLimit(request, 'signUpPerEmail', email);
+      const client = rateLimitClientKey(request.ip);
+      await enforceRateLimit(request, 'signUpPerClient', client);
+      // Per email and client: a stranger spending the budget of someone's address must not block its owner.
+      await enforceRateLimit(request, 'signUpPerEmailAndClient', signUpKey(email, client));
       const linkTtlMs = env.SIGN_UP_LINK_TTL_SECONDS * 1000;
       await services.temporal.workflow.start<typeof organizerAccountEmail>('organizerAccountEmail', {
         taskQueue: env.TEMPORAL_TASK_QUEUE,
@@ -226,6 +242,7 @@ export const authRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asyn
       await enforceRateLimit(request, 'deviceCodePerClient', rateLimitClientKey(request.ip));
       const started = await startDeviceAuthorization(request.em, {
         clientId: request.body.client_id,
+        requestedFrom: request.ip,
         scope: request.body.scope ?? 'write',
         ttlSeconds: env.DEVICE_CODE_TTL_SECONDS,
         intervalSeconds: env.DEVICE_CODE_INTERVAL_SECONDS,
@@ -246,7 +263,8 @@ export const authRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asyn
   app.post(
     '/auth/device/token',
     {
-      config: publicAccess(),
+      // The key is a credential shown once: an Idempotency-Key replay answers without it (api/plugins/idempotency.ts).
+      config: { ...publicAccess(), credentialFields: ['access_token'] },
       errorHandler: oauthErrors,
       schema: {
         tags: ['auth'],
@@ -285,6 +303,42 @@ export const authRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asyn
       return reply
         .headers(NO_STORE)
         .send({ access_token: result.accessToken, token_type: 'Bearer' as const, scope: result.scope });
+    },
+  );
+
+  app.post(
+    '/auth/revoke',
+    {
+      config: publicAccess(),
+      errorHandler: oauthErrors,
+      schema: {
+        tags: ['auth'],
+        summary: 'Revoke an API key by presenting it (OAuth token revocation, RFC 7009)',
+        description:
+          'How a client logs out: it sends the key it holds, read or write, and the key stops working at once (401 on ' +
+          'its next use). The answer is 200 with an empty object whether or not the string was a live key (RFC 7009 ' +
+          'section 2.2), so it tells nobody which strings are keys. DELETE /api-keys/{id} revokes a key by id instead.',
+        security: NO_CREDENTIAL,
+        consumes: ['application/x-www-form-urlencoded', 'application/json'],
+        body: z.object({
+          token: z.string().min(1).max(200).meta({ description: 'The API key to revoke' }),
+          token_type_hint: z
+            .string()
+            .max(40)
+            .optional()
+            .meta({ description: 'Optional (RFC 7009); every token here is an API key, so it is not needed' }),
+          client_id: ClientIdSchema.optional(),
+        }),
+        response: { 200: z.object({}).strict(), 400: OAuthErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      // The device grant's clients: one budget per client address for starting and ending logins.
+      await enforceRateLimit(request, 'deviceCodePerClient', rateLimitClientKey(request.ip));
+      const revoked = await revokePresentedKey(request.em, request.body.token);
+      if (revoked)
+        request.log.info({ apiKeyId: revoked, clientId: request.body.client_id }, 'api key revoked by its holder');
+      return reply.headers(NO_STORE).send({});
     },
   );
 };

@@ -1,24 +1,10 @@
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import {
-  ASSET_TYPES,
-  assertMayPublishPost,
-  assertPlayable,
-  isPublished,
-  LIVE_STATUSES,
-  liveTransition,
-  POST_AUTHOR_TYPES,
-  POST_KINDS,
-} from '../../../domain/content.js';
-import { AppError, notFound } from '../../../domain/errors.js';
+import { ASSET_TYPES, LIVE_STATUSES, POST_AUTHOR_TYPES, POST_KINDS } from '../../../domain/content.js';
+import { AppError } from '../../../domain/errors.js';
 import type { IContentLive, IContentPost, IContentVideo } from '../../../entities/content.js';
-import { isUuid, newId } from '../../../entities/ids.js';
-import { ContentLive, ContentPost, ContentVideo } from '../../../entities/index.js';
-import { activeMembership } from '../../../entities/membership-queries.js';
-import { VideoProviderError } from '../../../integrations/video/client.js';
-import { playbackTokensFromEnv } from '../../../integrations/video/playback-token.js';
+import { playbackTokensFromEnv, videoProviderClientFromEnv } from '../../../integrations/video/playback-token.js';
 import { dataOf, listOf } from '../../http/envelope.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
@@ -26,6 +12,19 @@ import { IdParamSchema, IsoDateTimeSchema, isoOrNull } from '../../http/schemas.
 import { activeWorkspace } from '../../plugins/auth.js';
 import { type CustomerContext, presentedSessionToken, resolveBuyerSession } from '../../plugins/customer-auth.js';
 import { organizerKeyWithBuyerSession } from '../../plugins/openapi-contract.js';
+import {
+  changeLiveStream,
+  findLive,
+  issuePlaybackToken,
+  listLives,
+  listPosts,
+  listVideos,
+  type PostAuthor,
+  publishPost,
+  registerLive,
+  registerVideo,
+  updateVideo,
+} from '../../services/content.js';
 import type { ApiServices } from '../../services.js';
 
 /**
@@ -193,11 +192,6 @@ const toLive = (live: IContentLive) => ({
   updatedAt: live.updatedAt.toISOString(),
 });
 
-const alreadyRegistered = (field: 'providerAssetId' | 'providerStreamId', value: string) =>
-  new AppError('ALREADY_EXISTS', `${field} ${value} is already registered in this workspace`, {
-    details: { fields: [{ field: `body.${field}`, message: 'already registered' }] },
-  });
-
 /** The buyer of the X-Customer-Session sent with the key, if any; a session that is sent must be valid. */
 async function presentedBuyer(request: FastifyRequest): Promise<CustomerContext | null> {
   const token = presentedSessionToken(request);
@@ -209,33 +203,16 @@ async function presentedBuyer(request: FastifyRequest): Promise<CustomerContext 
   return buyer;
 }
 
-const isActiveMember = async (request: FastifyRequest, buyerId: string, now: Date): Promise<boolean> =>
-  (await activeMembership(request.em, activeWorkspace(request).workspaceId, buyerId, now)) !== null;
-
-async function findVideo(request: FastifyRequest, id: string): Promise<IContentVideo> {
-  const video = isUuid(id) ? await request.em.findOne(ContentVideo, { id }) : null;
-  if (!video) throw notFound('Video');
-  return video;
-}
-
-async function findLive(request: FastifyRequest, id: string): Promise<IContentLive> {
-  const live = isUuid(id) ? await request.em.findOne(ContentLive, { id }) : null;
-  if (!live) throw notFound('Live stream');
-  return live;
-}
-
-/** Flushes, turning a second row for the same provider id into 409 instead of a database error. */
-async function flushUnique(request: FastifyRequest, conflict: () => AppError): Promise<void> {
-  try {
-    await request.em.flush();
-  } catch (error) {
-    if (error instanceof UniqueConstraintViolationException) throw conflict();
-    throw error;
-  }
-}
+const OWNERSHIP_RULE =
+  'The playback id must be one the video provider attributes to this workspace: the asset or live stream was created ' +
+  'with its passthrough set to the workspace id. Unknown at the provider, or of the other kind (a live stream’s id ' +
+  'as a video): 422 VALIDATION_FAILED. Created for another workspace: 403 FORBIDDEN (details.reason ' +
+  'playback_id_not_owned). A playback id is held by one workspace on the whole platform: 409 ALREADY_EXISTS when it ' +
+  'is registered already. 502 PROVIDER_UNAVAILABLE when the provider cannot confirm it.';
 
 export const contentRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
   const playbackTokens = playbackTokensFromEnv(services.env);
+  const videoProvider = videoProviderClientFromEnv(services.env);
   const warningsOf = (request: FastifyRequest) => (request.warnings.length ? { warnings: request.warnings } : {});
 
   // ---------------------------------------------------------------- videos
@@ -253,12 +230,7 @@ export const contentRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = a
     },
     async (request) => {
       const { limit, cursor } = request.query;
-      const after = decodeCursor(cursor);
-      const rows = await request.em.find(
-        ContentVideo,
-        { publishedAt: { $lte: new Date() }, ...(after ? { id: { $lt: after } } : {}) },
-        { orderBy: { id: 'desc' }, limit: limit + 1 },
-      );
+      const rows = await listVideos(request.em, { after: decodeCursor(cursor), limit: limit + 1 }, new Date());
       const { items, page } = toPage(rows, limit);
       return { data: items.map(toVideo), page, ...warningsOf(request) };
     },
@@ -273,23 +245,14 @@ export const contentRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = a
         summary: 'Register a video uploaded to the video provider',
         description:
           'The media stays at the provider; providerAssetId is its playback id (with a signed playback policy). ' +
-          'Published now unless publishedAt says otherwise. 409 ALREADY_EXISTS when that playback id is registered.',
+          `Published now unless publishedAt says otherwise. ${OWNERSHIP_RULE}`,
         body: CreateVideoBody,
         response: { 201: dataOf(VideoSchema) },
       },
     },
     async (request, reply) => {
-      const body = request.body;
-      const video = request.em.create(ContentVideo, {
-        id: newId(),
-        workspace: activeWorkspace(request).workspaceId,
-        title: body.title,
-        description: body.description ?? null,
-        providerAssetId: body.providerAssetId,
-        membersOnly: body.membersOnly,
-        publishedAt: body.publishedAt === undefined ? new Date() : body.publishedAt,
-      });
-      await flushUnique(request, () => alreadyRegistered('providerAssetId', body.providerAssetId));
+      const { workspaceId } = activeWorkspace(request);
+      const video = await registerVideo(request.em, videoProvider, workspaceId, request.body, new Date());
       return reply.status(201).send({ data: toVideo(video) });
     },
   );
@@ -301,20 +264,15 @@ export const contentRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = a
       schema: {
         tags: TAGS,
         summary: 'Update a video (partial); publishedAt null unpublishes it',
+        description: `A new providerAssetId is checked as on registration. ${OWNERSHIP_RULE}`,
         params: IdParamSchema,
         body: UpdateVideoBody,
         response: { 200: dataOf(VideoSchema) },
       },
     },
     async (request) => {
-      const video = await findVideo(request, request.params.id);
-      const body = request.body;
-      if (body.title !== undefined) video.title = body.title;
-      if (body.description !== undefined) video.description = body.description;
-      if (body.providerAssetId !== undefined) video.providerAssetId = body.providerAssetId;
-      if (body.membersOnly !== undefined) video.membersOnly = body.membersOnly;
-      if (body.publishedAt !== undefined) video.publishedAt = body.publishedAt;
-      await flushUnique(request, () => alreadyRegistered('providerAssetId', video.providerAssetId));
+      const { workspaceId } = activeWorkspace(request);
+      const video = await updateVideo(request.em, videoProvider, workspaceId, request.params.id, request.body);
       return { data: toVideo(video) };
     },
   );
@@ -333,12 +291,7 @@ export const contentRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = a
     },
     async (request) => {
       const { limit, cursor, kind } = request.query;
-      const after = decodeCursor(cursor);
-      const rows = await request.em.find(
-        ContentPost,
-        { publishedAt: { $lte: new Date() }, ...(kind ? { kind } : {}), ...(after ? { id: { $lt: after } } : {}) },
-        { orderBy: { id: 'desc' }, limit: limit + 1 },
-      );
+      const rows = await listPosts(request.em, { after: decodeCursor(cursor), limit: limit + 1, kind }, new Date());
       const { items, page } = toPage(rows, limit);
       return { data: items.map(toPost), page, ...warningsOf(request) };
     },
@@ -362,31 +315,12 @@ export const contentRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = a
       },
     },
     async (request, reply) => {
-      const body = request.body;
-      const now = new Date();
       const buyer = await presentedBuyer(request);
-      if (buyer && body.publishedAt !== undefined) {
-        throw new AppError('VALIDATION_FAILED', 'body.publishedAt: members publish now; only organizers schedule', {
-          details: { fields: [{ field: 'body.publishedAt', message: 'only organizers schedule posts' }] },
-        });
-      }
-      const author = buyer
-        ? { type: 'member' as const, isActiveMember: await isActiveMember(request, buyer.buyerId, now) }
-        : { type: 'organizer' as const, isActiveMember: false };
-      assertMayPublishPost(author, body.kind);
-      const post = request.em.create(ContentPost, {
-        id: newId(),
-        workspace: activeWorkspace(request).workspaceId,
-        kind: body.kind,
-        title: body.title ?? null,
-        body: body.body,
-        authorType: author.type,
-        authorUser: buyer ? null : (request.organizer?.user.id ?? null),
-        authorBuyer: buyer?.buyerId ?? null,
-        authorName: buyer ? buyer.name : (request.organizer?.user.name ?? null),
-        publishedAt: body.publishedAt ?? now,
-      });
-      await request.em.flush();
+      const author: PostAuthor = buyer
+        ? { type: 'member', buyerId: buyer.buyerId, name: buyer.name }
+        : { type: 'organizer', userId: request.organizer?.user.id ?? null, name: request.organizer?.user.name ?? null };
+      const { workspaceId } = activeWorkspace(request);
+      const post = await publishPost(request.em, workspaceId, author, request.body, new Date());
       return reply.status(201).send({ data: toPost(post) });
     },
   );
@@ -405,12 +339,7 @@ export const contentRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = a
     },
     async (request) => {
       const { limit, cursor, status } = request.query;
-      const after = decodeCursor(cursor);
-      const rows = await request.em.find(
-        ContentLive,
-        { ...(status ? { status } : {}), ...(after ? { id: { $lt: after } } : {}) },
-        { orderBy: { id: 'desc' }, limit: limit + 1 },
-      );
+      const rows = await listLives(request.em, { after: decodeCursor(cursor), limit: limit + 1, status });
       const { items, page } = toPage(rows, limit);
       return { data: items.map(toLive), page, ...warningsOf(request) };
     },
@@ -427,7 +356,7 @@ export const contentRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = a
         response: { 200: dataOf(LiveSchema) },
       },
     },
-    async (request) => ({ data: toLive(await findLive(request, request.params.id)) }),
+    async (request) => ({ data: toLive(await findLive(request.em, request.params.id)) }),
   );
 
   app.post(
@@ -437,26 +366,14 @@ export const contentRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = a
       schema: {
         tags: TAGS,
         summary: 'Schedule a live stream created at the video provider',
-        description: 'Starts as scheduled. 409 ALREADY_EXISTS when that providerStreamId is registered.',
+        description: `Starts as scheduled. ${OWNERSHIP_RULE}`,
         body: CreateLiveBody,
         response: { 201: dataOf(LiveSchema) },
       },
     },
     async (request, reply) => {
-      const body = request.body;
-      const live = request.em.create(ContentLive, {
-        id: newId(),
-        workspace: activeWorkspace(request).workspaceId,
-        title: body.title,
-        description: body.description ?? null,
-        providerStreamId: body.providerStreamId,
-        membersOnly: body.membersOnly,
-        scheduledStartAt: body.scheduledStartAt,
-        status: 'scheduled',
-        startedAt: null,
-        endedAt: null,
-      });
-      await flushUnique(request, () => alreadyRegistered('providerStreamId', body.providerStreamId));
+      const { workspaceId } = activeWorkspace(request);
+      const live = await registerLive(request.em, videoProvider, workspaceId, request.body);
       return reply.status(201).send({ data: toLive(live) });
     },
   );
@@ -470,23 +387,22 @@ export const contentRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = a
         summary: 'Update a live stream (partial), or move its status',
         description:
           'status: scheduled → live records startedAt, → ended records endedAt; any other change is 409 INVALID_STATE ' +
-          '(details.reason live_transition_not_allowed).',
+          `(details.reason live_transition_not_allowed). A new providerStreamId is checked as on registration. ${OWNERSHIP_RULE}`,
         params: IdParamSchema,
         body: UpdateLiveBody,
         response: { 200: dataOf(LiveSchema) },
       },
     },
     async (request) => {
-      const live = await findLive(request, request.params.id);
-      const body = request.body;
-      const change = body.status === undefined ? null : liveTransition(live.status, body.status, new Date());
-      if (body.title !== undefined) live.title = body.title;
-      if (body.description !== undefined) live.description = body.description;
-      if (body.providerStreamId !== undefined) live.providerStreamId = body.providerStreamId;
-      if (body.membersOnly !== undefined) live.membersOnly = body.membersOnly;
-      if (body.scheduledStartAt !== undefined) live.scheduledStartAt = body.scheduledStartAt;
-      if (change) Object.assign(live, change);
-      await flushUnique(request, () => alreadyRegistered('providerStreamId', live.providerStreamId));
+      const { workspaceId } = activeWorkspace(request);
+      const live = await changeLiveStream(
+        request.em,
+        videoProvider,
+        workspaceId,
+        request.params.id,
+        request.body,
+        new Date(),
+      );
       return { data: toLive(live) };
     },
   );
@@ -512,7 +428,6 @@ export const contentRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = a
     },
     async (request) => {
       const { assetType, assetId } = request.body;
-      const now = new Date();
       const buyer = await presentedBuyer(request);
       if (!buyer) {
         throw new AppError(
@@ -520,36 +435,22 @@ export const contentRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = a
           'Playback tokens are issued to a member: send their session_token as X-Customer-Session',
         );
       }
-      let asset: { playbackId: string; membersOnly: boolean; liveStatus?: IContentLive['status'] };
-      if (assetType === 'video') {
-        const video = await findVideo(request, assetId);
-        if (!isPublished(video.publishedAt, now)) throw notFound('Video');
-        asset = { playbackId: video.providerAssetId, membersOnly: video.membersOnly };
-      } else {
-        const live = await findLive(request, assetId);
-        asset = { playbackId: live.providerStreamId, membersOnly: live.membersOnly, liveStatus: live.status };
-      }
-      const member = asset.membersOnly ? await isActiveMember(request, buyer.buyerId, now) : false;
-      assertPlayable({ type: assetType, ...asset }, { isActiveMember: member });
-      try {
-        const signed = await playbackTokens.issue({ playbackId: asset.playbackId, viewerId: buyer.buyerId }, now);
-        return {
-          data: {
-            token: signed.token,
-            expiresAt: signed.expiresAt.toISOString(),
-            playbackUrl: signed.playbackUrl,
-            assetType,
-            assetId,
-          },
-        };
-      } catch (error) {
-        if (error instanceof VideoProviderError) {
-          throw new AppError('PROVIDER_UNAVAILABLE', 'The video provider did not issue a signing key; retry', {
-            details: { reason: 'signing_key_unavailable' },
-          });
-        }
-        throw error;
-      }
+      const { workspaceId } = activeWorkspace(request);
+      const signed = await issuePlaybackToken(
+        request.em,
+        playbackTokens,
+        { workspaceId, buyerId: buyer.buyerId, assetType, assetId },
+        new Date(),
+      );
+      return {
+        data: {
+          token: signed.token,
+          expiresAt: signed.expiresAt.toISOString(),
+          playbackUrl: signed.playbackUrl,
+          assetType,
+          assetId,
+        },
+      };
     },
   );
 };

@@ -1,20 +1,17 @@
-import { type FilterQuery, LockMode } from '@mikro-orm/core';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AppError, notFound } from '../../../domain/errors.js';
-import { invalidField } from '../../../domain/field-errors.js';
 import { DISCOUNT_TYPES, type IDiscount } from '../../../entities/discount.js';
-import { isUuid, newId } from '../../../entities/ids.js';
-import { Discount, Event } from '../../../entities/index.js';
-import { dateOrNull, patchedDate } from '../../http/dates.js';
+import { isUuid } from '../../../entities/ids.js';
 import { dataOf, listOf } from '../../http/envelope.js';
+import { MAX_ORDER_SUBTOTAL } from '../../http/money.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import { IdParamSchema, IsoDateTimeSchema, isoOrNull } from '../../http/schemas.js';
 import { activeWorkspace } from '../../plugins/auth.js';
+import { createDiscount, deleteDiscount, listDiscounts, updateDiscount } from '../../services/discounts.js';
 
-const MAX_FIXED_VALUE = 1_000_000_000_000;
+/** No order's ticket subtotal is larger (api/http/money.ts), and the value column (numeric 12,2) holds it. */
+const MAX_FIXED_VALUE = MAX_ORDER_SUBTOTAL;
 
 /** The contract's Discount (part 2), field for field. */
 export const DiscountSchema = z
@@ -83,49 +80,6 @@ const toDiscount = (discount: IDiscount) => ({
   createdAt: discount.createdAt.toISOString(),
 });
 
-function assertValue(type: IDiscount['type'], value: number): void {
-  if (type === 'PERCENT') {
-    if (value > 100) throw invalidField('body.value', 'a PERCENT discount is more than 0 and at most 100');
-    if (Math.round(value * 100) / 100 !== value)
-      throw invalidField('body.value', 'a PERCENT discount has at most two decimals');
-    return;
-  }
-  if (!Number.isInteger(value)) throw invalidField('body.value', 'a FIXED discount is whole minor units');
-}
-
-function assertWindow(startsAt: Date | null, endsAt: Date | null): void {
-  if (startsAt && endsAt && endsAt.getTime() <= startsAt.getTime())
-    throw invalidField('body.endsAt', 'must be after startsAt');
-}
-
-async function assertEvent(em: EntityManager, eventId: string | null | undefined): Promise<void> {
-  if (eventId && !(await em.findOne(Event, { id: eventId }))) {
-    throw invalidField('body.eventId', 'no event with this id in your workspace');
-  }
-}
-
-/**
- * Codes are unique per workspace among discounts that are not deleted. There is no partial unique index for that,
- * so writers of one code serialize on a transaction-scoped advisory lock, then check.
- */
-async function claimCode(em: EntityManager, workspaceId: string, code: string, exceptId?: string): Promise<void> {
-  await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`discount-code:${workspaceId}:${code}`]);
-  const taken = await em.count(Discount, { code, ...(exceptId ? { id: { $ne: exceptId } } : {}) });
-  if (taken > 0) {
-    throw new AppError('ALREADY_EXISTS', `The discount code ${code} already exists in this workspace`, {
-      details: { fields: [{ field: 'body.code', message: 'already exists' }] },
-    });
-  }
-}
-
-async function findDiscount(em: EntityManager, id: string, options: { lock?: boolean } = {}): Promise<IDiscount> {
-  const discount = isUuid(id)
-    ? await em.findOne(Discount, { id }, options.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {})
-    : null;
-  if (!discount) throw notFound('Discount');
-  return discount;
-}
-
 export const discountRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/discounts',
@@ -140,13 +94,7 @@ export const discountRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const { limit, cursor, event, active } = request.query;
-      const after = decodeCursor(cursor);
-      const where: FilterQuery<IDiscount> = {
-        ...(after ? { id: { $lt: after } } : {}),
-        ...(event ? { event } : {}),
-        ...(active !== undefined ? { active } : {}),
-      };
-      const rows = await request.em.find(Discount, where, { orderBy: { id: 'desc' }, limit: limit + 1 });
+      const rows = await listDiscounts(request.em, { after: decodeCursor(cursor), limit: limit + 1, event, active });
       const { items, page } = toPage(rows, limit);
       return { data: items.map(toDiscount), page, ...(request.warnings.length ? { warnings: request.warnings } : {}) };
     },
@@ -165,29 +113,7 @@ export const discountRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const workspace = activeWorkspace(request);
-      const body = request.body;
-      const startsAt = dateOrNull(body.startsAt);
-      const endsAt = dateOrNull(body.endsAt);
-      assertValue(body.type, body.value);
-      assertWindow(startsAt, endsAt);
-      const discount = await request.em.transactional(async (tx) => {
-        await assertEvent(tx, body.eventId);
-        await claimCode(tx, workspace.workspaceId, body.code);
-        return tx.create(Discount, {
-          id: newId(),
-          workspace: workspace.workspaceId,
-          code: body.code,
-          type: body.type,
-          value: body.value,
-          event: body.eventId ?? null,
-          active: body.active,
-          maxUses: body.maxUses ?? null,
-          uses: 0,
-          startsAt,
-          endsAt,
-          deletedAt: null,
-        });
-      });
+      const discount = await createDiscount(request.em, workspace.workspaceId, request.body);
       return reply.status(201).send({ data: toDiscount(discount) });
     },
   );
@@ -206,35 +132,7 @@ export const discountRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const workspace = activeWorkspace(request);
-      const body = request.body;
-      const discount = await request.em.transactional(async (tx) => {
-        // Locked, so checkout cannot count a use between the maxUses check and the update.
-        const found = await findDiscount(tx, request.params.id, { lock: true });
-        assertValue(body.type ?? found.type, body.value ?? found.value);
-        const startsAt = patchedDate(body.startsAt, found.startsAt);
-        const endsAt = patchedDate(body.endsAt, found.endsAt);
-        assertWindow(startsAt, endsAt);
-        if (body.eventId !== undefined) await assertEvent(tx, body.eventId);
-        if (body.code !== undefined && body.code !== found.code) {
-          await claimCode(tx, workspace.workspaceId, body.code, found.id);
-        }
-        if (body.maxUses !== undefined && body.maxUses !== null && body.maxUses < found.uses) {
-          throw new AppError(
-            'CONFLICT',
-            `maxUses cannot be ${body.maxUses}: the code was already used ${found.uses} time(s)`,
-            { details: { reason: 'max_uses_below_uses', uses: found.uses } },
-          );
-        }
-        if (body.code !== undefined) found.code = body.code;
-        if (body.type !== undefined) found.type = body.type;
-        if (body.value !== undefined) found.value = body.value;
-        if (body.eventId !== undefined) found.event = body.eventId;
-        if (body.active !== undefined) found.active = body.active;
-        if (body.maxUses !== undefined) found.maxUses = body.maxUses;
-        found.startsAt = startsAt;
-        found.endsAt = endsAt;
-        return found;
-      });
+      const discount = await updateDiscount(request.em, workspace.workspaceId, request.params.id, request.body);
       return { data: toDiscount(discount) };
     },
   );
@@ -250,11 +148,6 @@ export const discountRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: dataOf(DiscountSchema) },
       },
     },
-    async (request) => {
-      const discount = await findDiscount(request.em, request.params.id);
-      discount.deletedAt = new Date();
-      await request.em.flush();
-      return { data: toDiscount(discount) };
-    },
+    async (request) => ({ data: toDiscount(await deleteDiscount(request.em, request.params.id)) }),
   );
 };

@@ -1,4 +1,3 @@
-import type { FilterQuery } from '@mikro-orm/core';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { type ZodIssue, z } from 'zod';
 import { type FieldProblem, validationFailed } from '../../../domain/field-errors.js';
@@ -10,12 +9,10 @@ import {
   MIN_PAYMENT_WINDOW_MINUTES,
 } from '../../../entities/event-date.js';
 import { isUuid } from '../../../entities/ids.js';
-import { Event, EventDate } from '../../../entities/index.js';
 import { dataOf, listOf, type Warning } from '../../http/envelope.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import { IdParamSchema, IsoDateTimeSchema, isoOrNull } from '../../http/schemas.js';
-import { likeContains } from '../../http/text.js';
 import { activeWorkspace } from '../../plugins/auth.js';
 import {
   addEventDates,
@@ -24,6 +21,8 @@ import {
   deleteEvent,
   deleteEventDate,
   findEvent,
+  listEventDates,
+  listEvents,
   publishEvent,
   updateEvent,
   updateEventDate,
@@ -47,6 +46,10 @@ const EventCancellationSchema = z
     cancelled: z.number().int(),
     refunded: z.number().int(),
     abandoned: z.number().int(),
+    refused: z.number().int().meta({
+      description:
+        'CONFIRMED sales whose refund the gateway refused for good since the cancellation; an operator retries them',
+    }),
     failures: z
       .array(z.object({ saleId: z.string(), reference: z.string(), code: z.string(), message: z.string() }))
       .meta({
@@ -93,6 +96,8 @@ export const EventDateSchema = z
     paymentWindowMinutes: z.number().int(),
     virtualQueue: z.boolean(),
     queueAdmissionsPerMinute: z.number().int(),
+    queueMinActive: z.number().int().nullable(),
+    queueMaxActive: z.number().int().nullable(),
     seatMapChartKey: z.string().nullable(),
     createdAt: z.string(),
   })
@@ -145,7 +150,15 @@ const DateFields = z.object({
     .max(MAX_PAYMENT_WINDOW_MINUTES)
     .meta({ description: 'How long a reservation waits for payment; never below 10 minutes' }),
   virtualQueue: z.boolean(),
-  queueAdmissionsPerMinute: z.number().int().min(1).max(100_000),
+  queueAdmissionsPerMinute: z.number().int().min(1).max(100_000).meta({
+    description: 'Deprecated: the waiting room admits by measured capacity between queueMinActive and queueMaxActive',
+  }),
+  queueMinActive: z.number().int().min(1).max(100_000).nullable().meta({
+    description: 'Waiting room: fewest admitted buyers active at once, even under strain (null: 10)',
+  }),
+  queueMaxActive: z.number().int().min(1).max(100_000).nullable().meta({
+    description: 'Waiting room: most admitted buyers active at once, even when healthy (null: 2000)',
+  }),
   seatMapChartKey: z.string().trim().min(1).max(120).nullable(),
 });
 
@@ -158,6 +171,8 @@ const CreateDateBody = DateFields.extend({
   paymentWindowMinutes: DateFields.shape.paymentWindowMinutes.default(DEFAULT_PAYMENT_WINDOW_MINUTES),
   virtualQueue: DateFields.shape.virtualQueue.default(false),
   queueAdmissionsPerMinute: DateFields.shape.queueAdmissionsPerMinute.default(60),
+  queueMinActive: DateFields.shape.queueMinActive.optional(),
+  queueMaxActive: DateFields.shape.queueMaxActive.optional(),
   seatMapChartKey: DateFields.shape.seatMapChartKey.optional(),
 });
 type CreateDateInput = z.infer<typeof CreateDateBody>;
@@ -198,7 +213,7 @@ const toEvent = (event: IEvent) => ({
   gatewayBOnly: event.gatewayBOnly,
   publishedAt: isoOrNull(event.publishedAt),
   cancelledAt: isoOrNull(event.cancelledAt),
-  cancellation: event.cancellation ?? null,
+  cancellation: event.cancellation ? { ...event.cancellation, refused: event.cancellation.refused ?? 0 } : null,
   createdAt: event.createdAt.toISOString(),
   updatedAt: event.updatedAt.toISOString(),
 });
@@ -215,6 +230,8 @@ const toEventDate = (date: IEventDate) => ({
   paymentWindowMinutes: date.paymentWindowMinutes,
   virtualQueue: date.virtualQueue,
   queueAdmissionsPerMinute: date.queueAdmissionsPerMinute,
+  queueMinActive: date.queueMinActive ?? null,
+  queueMaxActive: date.queueMaxActive ?? null,
   seatMapChartKey: date.seatMapChartKey ?? null,
   createdAt: date.createdAt.toISOString(),
 });
@@ -241,14 +258,7 @@ export const eventRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
     },
     async (request) => {
       const { limit, cursor, status, q, venue } = request.query;
-      const after = decodeCursor(cursor);
-      const where: FilterQuery<IEvent> = {
-        ...(after ? { id: { $lt: after } } : {}),
-        ...(status ? { status } : {}),
-        ...(q ? { name: { $ilike: likeContains(q) } } : {}),
-        ...(venue ? { venue } : {}),
-      };
-      const rows = await request.em.find(Event, where, { orderBy: { id: 'desc' }, limit: limit + 1 });
+      const rows = await listEvents(request.em, { after: decodeCursor(cursor), limit, status, q, venue });
       const { items, page } = toPage(rows, limit);
       return { data: items.map(toEvent), page, ...withWarnings(request.warnings) };
     },
@@ -345,8 +355,12 @@ export const eventRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
         description:
           'The event becomes CANCELLED in this request (no new orders). The workflow `event-cancellation/<eventId>` then ' +
           'cancels its PENDING sales, refunds its sales paid through a gateway (buyers are emailed; each refund emits ' +
-          '`sale.refunded`) and cancels complimentary and box-office sales; `cancellation` on the event shows its ' +
-          'progress. Repeating the request changes nothing and never refunds a sale twice. Body: optional `reason`.',
+          '`sale.refunded`) and cancels complimentary and box-office sales: those end CANCELLED, not REFUNDED, with no ' +
+          '`sale.refunded` event, since no gateway holds their money (cash taken at the box office is returned by the ' +
+          'organizer outside the service); `cancellation` on the event shows its ' +
+          'progress (`refused` counts refunds the gateway refused for good, left to an operator). Repeating the ' +
+          'request joins the cancellation while it runs and resumes one that failed or was terminated; it never ' +
+          'refunds a sale twice. Body: optional `reason`.',
         params: EventIdParams,
         body: CancelEventBody,
         response: { 200: dataOf(EventSchema) },
@@ -378,14 +392,8 @@ export const eventRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
       },
     },
     async (request) => {
-      const event = await findEvent(request.em, request.params.id);
       const { limit, cursor } = request.query;
-      const after = decodeCursor(cursor);
-      const rows = await request.em.find(
-        EventDate,
-        { event: event.id, ...(after ? { id: { $lt: after } } : {}) },
-        { orderBy: { id: 'desc' }, limit: limit + 1 },
-      );
+      const rows = await listEventDates(request.em, request.params.id, decodeCursor(cursor), limit);
       const { items, page } = toPage(rows, limit);
       return { data: items.map(toEventDate), page, ...withWarnings(request.warnings) };
     },

@@ -1,25 +1,22 @@
-import type { FilterQuery } from '@mikro-orm/core';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AppError, notFound } from '../../../domain/errors.js';
-import { isUuid, newId } from '../../../entities/ids.js';
-import { Buyer, MembershipPlan, MembershipSubscription, Workspace } from '../../../entities/index.js';
 import { type IMembershipPlan, MEMBERSHIP_PERIODS } from '../../../entities/membership-plan.js';
-import {
-  type IMembershipSubscription,
-  RENEWAL_STATES,
-  SUBSCRIPTION_STATUSES,
-} from '../../../entities/membership-subscription.js';
+import { RENEWAL_STATES, SUBSCRIPTION_STATUSES } from '../../../entities/membership-subscription.js';
 import { dataOf, listOf } from '../../http/envelope.js';
 import { minorUnits } from '../../http/money.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import { IdParamSchema, isoOrNull } from '../../http/schemas.js';
 import { activeWorkspace } from '../../plugins/auth.js';
-
-/** Subscriptions in these states keep a member's benefits, so their plan cannot be deleted. */
-const LIVE_SUBSCRIPTION_STATUSES = ['PENDING', 'ACTIVE'] as const;
+import {
+  createPlan,
+  deletePlan,
+  findPlan,
+  listPlans,
+  listSubscriptions,
+  subscribersOf,
+  updatePlan,
+} from '../../services/membership-plans.js';
 
 const BenefitsSchema = z.object({
   membersOnlyAccess: z.boolean().meta({ description: 'Members may buy members-only ticket types' }),
@@ -105,12 +102,6 @@ const toPlan = (plan: IMembershipPlan) => ({
   createdAt: plan.createdAt.toISOString(),
 });
 
-async function findPlan(em: EntityManager, id: string): Promise<IMembershipPlan> {
-  const plan = isUuid(id) ? await em.findOne(MembershipPlan, { id }) : null;
-  if (!plan) throw notFound('Membership plan');
-  return plan;
-}
-
 export const membershipPlanRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/membership-plans',
@@ -125,12 +116,7 @@ export const membershipPlanRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const { limit, cursor, active } = request.query;
-      const after = decodeCursor(cursor);
-      const where: FilterQuery<IMembershipPlan> = {
-        ...(after ? { id: { $lt: after } } : {}),
-        ...(active !== undefined ? { active } : {}),
-      };
-      const rows = await request.em.find(MembershipPlan, where, { orderBy: { id: 'desc' }, limit: limit + 1 });
+      const rows = await listPlans(request.em, { after: decodeCursor(cursor), limit: limit + 1, active });
       const { items, page } = toPage(rows, limit);
       return { data: items.map(toPlan), page, ...(request.warnings.length ? { warnings: request.warnings } : {}) };
     },
@@ -149,21 +135,7 @@ export const membershipPlanRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const workspace = activeWorkspace(request);
-      const body = request.body;
-      const { currency } = await request.em.findOneOrFail(Workspace, { id: workspace.workspaceId });
-      const plan = request.em.create(MembershipPlan, {
-        id: newId(),
-        workspace: workspace.workspaceId,
-        name: body.name,
-        description: body.description ?? null,
-        price: body.price,
-        currency,
-        period: body.period,
-        benefits: body.benefits,
-        active: body.active,
-        deletedAt: null,
-      });
-      await request.em.flush();
+      const plan = await createPlan(request.em, workspace.workspaceId, request.body);
       return reply.status(201).send({ data: toPlan(plan) });
     },
   );
@@ -194,24 +166,7 @@ export const membershipPlanRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: dataOf(MembershipPlanSchema) },
       },
     },
-    async (request) => {
-      const plan = await findPlan(request.em, request.params.id);
-      const body = request.body;
-      if (body.name !== undefined) plan.name = body.name;
-      if (body.description !== undefined) plan.description = body.description;
-      if (body.price !== undefined) plan.price = body.price;
-      if (body.period !== undefined) plan.period = body.period;
-      if (body.active !== undefined) plan.active = body.active;
-      if (body.benefits !== undefined) {
-        // A new object, so the ORM sees the JSON column change.
-        plan.benefits = {
-          membersOnlyAccess: body.benefits.membersOnlyAccess ?? plan.benefits.membersOnlyAccess,
-          discountPercent: body.benefits.discountPercent ?? plan.benefits.discountPercent,
-        };
-      }
-      await request.em.flush();
-      return { data: toPlan(plan) };
-    },
+    async (request) => ({ data: toPlan(await updatePlan(request.em, request.params.id, request.body)) }),
   );
 
   app.delete(
@@ -226,52 +181,31 @@ export const membershipPlanRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: dataOf(MembershipPlanSchema) },
       },
     },
-    async (request) => {
-      const plan = await findPlan(request.em, request.params.id);
-      const live = await request.em.count(MembershipSubscription, {
-        plan: plan.id,
-        status: { $in: [...LIVE_SUBSCRIPTION_STATUSES] },
-      });
-      if (live > 0) {
-        throw new AppError(
-          'INVALID_STATE',
-          `This plan has ${live} pending or active subscription(s); set active to false to stop new sign-ups instead`,
-          { details: { reason: 'plan_has_subscribers', subscriptions: live } },
-        );
-      }
-      plan.deletedAt = new Date();
-      await request.em.flush();
-      return { data: toPlan(plan) };
-    },
+    async (request) => ({ data: toPlan(await deletePlan(request.em, request.params.id)) }),
   );
 
   app.get(
     '/membership-plans/:id/subscribers',
     {
-      config: organizer('VIEWER', 'memberships'),
+      // Buyers' names and emails: the same personal data as the subscribers export, so the same role (ADMIN).
+      config: organizer('ADMIN', 'memberships'),
       schema: {
         tags: ['membership-plans'],
-        summary: 'List the subscribers of a plan, newest first',
+        summary: 'List the subscribers of a plan, newest first (ADMIN: it carries buyer names and emails)',
         params: IdParamSchema,
         querystring: ListSubscribersQuery,
         response: { 200: listOf(MembershipSubscriberSchema) },
       },
     },
     async (request) => {
-      const plan = await findPlan(request.em, request.params.id);
       const { limit, cursor, status } = request.query;
-      const after = decodeCursor(cursor);
-      const where: FilterQuery<IMembershipSubscription> = {
-        plan: plan.id,
-        ...(after ? { id: { $lt: after } } : {}),
-        ...(status ? { status } : {}),
-      };
-      const rows = await request.em.find(MembershipSubscription, where, { orderBy: { id: 'desc' }, limit: limit + 1 });
+      const rows = await listSubscriptions(request.em, request.params.id, {
+        after: decodeCursor(cursor),
+        limit: limit + 1,
+        status,
+      });
       const { items, page } = toPage(rows, limit);
-      const buyers = items.length
-        ? await request.em.find(Buyer, { id: { $in: [...new Set(items.map((s) => s.buyer))] } })
-        : [];
-      const byId = new Map(buyers.map((buyer) => [buyer.id, buyer]));
+      const byId = await subscribersOf(request.em, items);
       const data = items.map((subscription) => {
         const buyer = byId.get(subscription.buyer);
         return {

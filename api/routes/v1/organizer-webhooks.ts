@@ -1,17 +1,12 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AppError } from '../../../domain/errors.js';
-import { checkWebhookTarget } from '../../../domain/webhook-targets.js';
-import { isUuid, newId } from '../../../entities/ids.js';
-import { Webhook } from '../../../entities/index.js';
-import { encryptSecret, generateSigningSecret, type IWebhook, WEBHOOK_EVENTS } from '../../../entities/webhook.js';
-import { systemResolver } from '../../../integrations/dns.js';
+import { type IWebhook, WEBHOOK_EVENTS } from '../../../entities/webhook.js';
 import { dataOf, listOf } from '../../http/envelope.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import { IdParamSchema, isoOrNull } from '../../http/schemas.js';
 import { activeWorkspace } from '../../plugins/auth.js';
+import { changeWebhook, deleteWebhook, listWebhooks, registerWebhook } from '../../services/organizer-webhooks.js';
 import type { ApiServices } from '../../services.js';
 
 const EventsSchema = z
@@ -76,28 +71,7 @@ const toWebhook = (hook: IWebhook) => ({
   updatedAt: hook.updatedAt.toISOString(),
 });
 
-async function findWebhook(em: EntityManager, id: string) {
-  const hook = isUuid(id) ? await em.findOne(Webhook, { id }) : null;
-  if (!hook) throw new AppError('NOT_FOUND', 'Webhook not found');
-  return hook;
-}
-
 export const organizerWebhookRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
-  /** Contract 4.15 URL rules, against what the name resolves to now (delivery checks again every time). */
-  async function acceptedUrl(raw: string): Promise<string> {
-    const check = await checkWebhookTarget(raw, {
-      resolve: services.resolveHost ?? systemResolver,
-      allowPrivate: services.env.WEBHOOK_ALLOW_PRIVATE_TARGETS,
-      requireResolution: false,
-    });
-    if (!check.ok) {
-      throw new AppError('VALIDATION_FAILED', `url is not allowed: ${check.message}`, {
-        details: { reason: check.reason, fields: [{ field: 'url', message: check.message }] },
-      });
-    }
-    return check.url.toString();
-  }
-
   app.get(
     '/webhooks',
     {
@@ -110,11 +84,7 @@ export const organizerWebhookRoutes: FastifyPluginAsyncZod<{ services: ApiServic
       },
     },
     async (request) => {
-      const after = decodeCursor(request.query.cursor);
-      const rows = await request.em.find(Webhook, after ? { id: { $lt: after } } : {}, {
-        orderBy: { id: 'desc' },
-        limit: request.query.limit + 1,
-      });
+      const rows = await listWebhooks(request.em, decodeCursor(request.query.cursor), request.query.limit);
       const { items, page } = toPage(rows, request.query.limit);
       return { data: items.map(toWebhook), page, ...(request.warnings.length ? { warnings: request.warnings } : {}) };
     },
@@ -133,23 +103,7 @@ export const organizerWebhookRoutes: FastifyPluginAsyncZod<{ services: ApiServic
     },
     async (request, reply) => {
       const workspace = activeWorkspace(request);
-      const url = await acceptedUrl(request.body.url);
-      const signingSecret = request.body.secret ?? generateSigningSecret();
-      const hook = request.em.create(Webhook, {
-        id: newId(),
-        workspace: workspace.workspaceId,
-        url,
-        events: request.body.events,
-        active: true,
-        secretCiphertext: encryptSecret(signingSecret, services.env.SECRETS_ENCRYPTION_KEY),
-        allowPrivateTargets: services.env.WEBHOOK_ALLOW_PRIVATE_TARGETS,
-        lastDeliveryAt: null,
-        lastDeliveryStatus: null,
-        failureCount: 0,
-        pausedAt: null,
-        deletedAt: null,
-      });
-      await request.em.flush();
+      const { hook, signingSecret } = await registerWebhook(services, request.em, workspace.workspaceId, request.body);
       return reply.status(201).send({ data: { ...toWebhook(hook), signingSecret } });
     },
   );
@@ -168,21 +122,7 @@ export const organizerWebhookRoutes: FastifyPluginAsyncZod<{ services: ApiServic
       },
     },
     async (request) => {
-      const hook = await findWebhook(request.em, request.params.id);
-      const body = request.body;
-      if (body.url !== undefined) {
-        hook.url = await acceptedUrl(body.url);
-        hook.allowPrivateTargets = services.env.WEBHOOK_ALLOW_PRIVATE_TARGETS;
-      }
-      if (body.events !== undefined) hook.events = body.events;
-      if (body.active !== undefined) {
-        hook.active = body.active;
-        if (body.active) {
-          hook.pausedAt = null;
-          hook.failureCount = 0;
-        }
-      }
-      await request.em.flush();
+      const hook = await changeWebhook(services, request.em, request.params.id, request.body);
       return { data: toWebhook(hook) };
     },
   );
@@ -201,10 +141,7 @@ export const organizerWebhookRoutes: FastifyPluginAsyncZod<{ services: ApiServic
       },
     },
     async (request) => {
-      const hook = await findWebhook(request.em, request.params.id);
-      hook.deletedAt = new Date();
-      hook.active = false;
-      await request.em.flush();
+      const hook = await deleteWebhook(request.em, request.params.id);
       return { data: { id: hook.id, deleted: true as const } };
     },
   );

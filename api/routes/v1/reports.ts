@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { dataOf, listOf, type Page } from '../../http/envelope.js';
+import { dataOf, listOf } from '../../http/envelope.js';
 import { minorUnits } from '../../http/money.js';
 import { decodeCursor, encodeCursor, PageQuerySchema } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
@@ -14,6 +14,7 @@ import {
   BuyersQuery,
   buyersSource,
   type ExportColumnKind,
+  ExportCursorParam,
   type ExportFormat,
   type ExportSource,
   exportFormat,
@@ -25,11 +26,11 @@ import {
 } from '../../reports/exports.js';
 import {
   checkRange,
-  DateReportQuery,
   EXPORT_ROW_LIMIT,
   Id,
   RANGE_SHAPE,
   SalesReportQuery,
+  SalesReportShape,
   type Scope,
   workspaceTimeZone,
 } from '../../reports/filters.js';
@@ -41,6 +42,7 @@ import {
   reconciliation,
   reconciliationSource,
 } from '../../reports/reconciliation.js';
+import { boundedSeriesRange, MAX_SERIES_BUCKETS, reportPage, reportPageOf } from '../../services/reports.js';
 
 // ------------------------------------------------------------------------------------------------ schemas
 
@@ -172,20 +174,22 @@ const ReconciliationRowSchema = z
   })
   .meta({ id: 'ReportReconciliationRow' });
 
-const ReconciliationSchema = z
+const ReconciliationTotalsSchema = z
   .object({
-    totals: z.object({
-      sales: z.number().int(),
-      confirmedAmount: minorUnits('Sum of the confirmedAmount of the rows', 15590700),
-      charged: minorUnits('Sum of charged', 15763930),
-      refunded: minorUnits('Sum of refunded', 173230),
-      refundsPending: z.number().int().meta({ description: 'Refunds still in flight (a count)' }),
-      expectedAtGateway: minorUnits('Sum of expectedAtGateway', 15590700),
-      netAtGateway: minorUnits('Sum of netAtGateway', 15590700),
-      mismatches: z.number().int(),
-    }),
-    rows: z.array(ReconciliationRowSchema),
+    sales: z.number().int(),
+    confirmedAmount: minorUnits('Sum of the confirmedAmount of the rows', 15590700),
+    charged: minorUnits('Sum of charged', 15763930),
+    refunded: minorUnits('Sum of refunded', 173230),
+    refundsPending: z.number().int().meta({ description: 'Refunds still in flight (a count)' }),
+    expectedAtGateway: minorUnits('Sum of expectedAtGateway', 15590700),
+    netAtGateway: minorUnits('Sum of netAtGateway', 15590700),
+    mismatches: z.number().int(),
   })
+  .meta({ id: 'ReportReconciliationTotals', description: 'Over every row the filter matches, not only this page' });
+
+/** The list envelope (data is the page's rows), with the totals over the whole filter beside it in meta. */
+const ReconciliationPageSchema = listOf(ReconciliationRowSchema)
+  .extend({ meta: z.object({ totals: ReconciliationTotalsSchema }) })
   .meta({ id: 'ReportReconciliation' });
 
 /** Describes the export rows for the OpenAPI document; the rows themselves are streamed, not serialized here. */
@@ -206,15 +210,23 @@ const rowSchema = (
 };
 
 const TimeseriesQuery = z.object({ ...RANGE_SHAPE, interval: z.enum(BUCKETS).default('day') }).superRefine(checkRange);
-const InventoryQuery = z.object({ ...RANGE_SHAPE, ticketType: Id.optional() }).superRefine(checkRange);
+const InventoryQuery = z
+  .object({ ...RANGE_SHAPE, ticketType: Id.optional(), ...PageQuerySchema.shape })
+  .superRefine(checkRange);
+const ByEventQuery = z.object({ ...SalesReportShape, ...PageQuerySchema.shape }).superRefine(checkRange);
+const FinancialsQuery = z.object({ ...RANGE_SHAPE, ...PageQuerySchema.shape }).superRefine(checkRange);
+const PAGED = 'Paged like every list: limit (1–100, default 20) and the cursor of page.nextCursor.';
 const ReconciliationPageQuery = z
   .object({ ...ReconciliationQuery.shape, ...PageQuerySchema.shape, limit: PageQuerySchema.shape.limit })
   .superRefine(checkRange);
 const ReconciliationExportQuery = z
-  .object({ ...ReconciliationQuery.shape, format: FormatParam })
+  .object({ ...ReconciliationQuery.shape, format: FormatParam, cursor: ExportCursorParam })
   .superRefine(checkRange);
 
-const EXPORT_HEADERS = 'X-Export-Truncated (true when more than 5000 rows matched) and X-Export-Row-Limit';
+const EXPORT_HEADERS =
+  'X-Export-Truncated (true when more than 5000 rows matched) and X-Export-Row-Limit. A truncated export gives the ' +
+  'cursor of its last row in page.nextCursor (JSON) and X-Export-Next-Cursor (CSV): the same request with that ' +
+  '`cursor` answers the next rows.';
 
 /** An export answers the list envelope as JSON or the same rows as CSV, as `format` or Accept asks. */
 const exportResponse = (json: z.ZodType) => ({
@@ -240,20 +252,20 @@ const period = (scope: Scope, range: { from?: string | undefined; to?: string | 
 
 const withWarnings = (request: FastifyRequest) => (request.warnings.length ? { warnings: request.warnings } : {});
 
-const SINGLE_PAGE: Page = { nextCursor: null, hasMore: false };
-
 async function sendExport(
   request: FastifyRequest,
   reply: FastifyReply,
   source: ExportSource,
   format: ExportFormat,
+  cursor: string | undefined,
 ): Promise<FastifyReply> {
-  const prepared = await prepareExport(request.em, source, format, request.warnings);
+  const prepared = await prepareExport(request.em, source, format, request.warnings, cursor);
   reply
     .header('x-export-row-limit', String(EXPORT_ROW_LIMIT))
     .header('x-export-truncated', String(prepared.truncated))
     .header('cache-control', 'no-store')
     .type(prepared.contentType);
+  if (prepared.nextCursor) reply.header('x-export-next-cursor', prepared.nextCursor);
   if (prepared.fileName) reply.header('content-disposition', `attachment; filename="${prepared.fileName}"`);
   request.log.info({ export: source.name, format, truncated: prepared.truncated }, 'export streamed');
   return reply.send(prepared.body);
@@ -288,14 +300,16 @@ export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['reports'],
         summary: 'Capacity, sold, reserved and available by event, date and ticket type',
-        description: 'from/to select event dates by the day they start, in the workspace time zone.',
+        description: `from/to select event dates by the day they start, in the workspace time zone. ${PAGED}`,
         querystring: InventoryQuery,
         response: { 200: listOf(InventoryRowSchema) },
       },
     },
     async (request) => {
       const scope = await scopeOf(request);
-      return { data: await inventory(request.em, scope, request.query), page: SINGLE_PAGE, ...withWarnings(request) };
+      const { limit, cursor, ...filters } = request.query;
+      const fetched = await inventory(request.em, scope, filters, reportPage('inventory', { limit, cursor }));
+      return { ...reportPageOf('inventory', fetched, limit), ...withWarnings(request) };
     },
   );
 
@@ -306,13 +320,16 @@ export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['reports'],
         summary: 'Sales KPIs per event',
-        querystring: SalesReportQuery,
+        description: `Events by name. ${PAGED}`,
+        querystring: ByEventQuery,
         response: { 200: listOf(EventKpisSchema) },
       },
     },
     async (request) => {
       const scope = await scopeOf(request);
-      return { data: await byEvent(request.em, scope, request.query), page: SINGLE_PAGE, ...withWarnings(request) };
+      const { limit, cursor, ...filters } = request.query;
+      const fetched = await byEvent(request.em, scope, filters, reportPage('by-event', { limit, cursor }));
+      return { ...reportPageOf('by-event', fetched, limit), ...withWarnings(request) };
     },
   );
 
@@ -324,7 +341,10 @@ export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['reports'],
         summary:
           'CONFIRMED sales per day, week (from Monday) or month, in the workspace time zone; empty buckets included',
-        description: 'Without from/to: the last 30 days, 12 weeks or 12 months up to today.',
+        description:
+          'Without from/to: the last 30 days, 12 weeks or 12 months up to today. A series holds at most ' +
+          `${MAX_SERIES_BUCKETS.day} days, ${MAX_SERIES_BUCKETS.week} weeks or ${MAX_SERIES_BUCKETS.month} months ` +
+          '(to defaults to today): a longer one is 422 VALIDATION_FAILED naming the limit (details.limit).',
         querystring: TimeseriesQuery,
         response: { 200: dataOf(TimeseriesSchema) },
       },
@@ -332,7 +352,8 @@ export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const scope = await scopeOf(request);
       const { interval, ...filters } = request.query;
-      const series = await timeseries(request.em, scope, filters, interval);
+      const range = boundedSeriesRange(filters, interval, scope.timeZone);
+      const series = await timeseries(request.em, scope, { ...filters, ...range }, interval);
       return {
         data: { interval, period: period(scope, series), points: series.points },
       };
@@ -346,14 +367,16 @@ export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['reports'],
         summary: 'Per event date: gross, costs and net payable, as its settlement statement computes them',
-        description: 'from/to select event dates by the day they start, in the workspace time zone.',
-        querystring: DateReportQuery,
+        description: `from/to select event dates by the day they start, in the workspace time zone. ${PAGED}`,
+        querystring: FinancialsQuery,
         response: { 200: listOf(FinancialsRowSchema) },
       },
     },
     async (request) => {
       const scope = await scopeOf(request);
-      return { data: await financials(request.em, scope, request.query), page: SINGLE_PAGE, ...withWarnings(request) };
+      const { limit, cursor, ...filters } = request.query;
+      const fetched = await financials(request.em, scope, filters, reportPage('financials', { limit, cursor }));
+      return { ...reportPageOf('financials', fetched, limit), ...withWarnings(request) };
     },
   );
 
@@ -364,8 +387,11 @@ export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['reports'],
         summary: 'Each sale against its gateway payments and refunds, with mismatches flagged; totals over the filter',
+        description:
+          'The list envelope: data is the page of rows (newest sale first), page pages them with limit and cursor, ' +
+          'and meta.totals sums every row the filter matches, the same on every page.',
         querystring: ReconciliationPageQuery,
-        response: { 200: dataOf(ReconciliationSchema).extend({ page: listOf(z.never()).shape.page }) },
+        response: { 200: ReconciliationPageSchema },
       },
     },
     async (request) => {
@@ -377,8 +403,10 @@ export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
       const last = rows[rows.length - 1];
       const hasMore = fetched.length > limit;
       return {
-        data: { totals, rows },
+        data: rows,
         page: { nextCursor: hasMore && last ? encodeCursor(last.saleId) : null, hasMore },
+        meta: { totals },
+        ...withWarnings(request),
       };
     },
   );
@@ -396,9 +424,9 @@ export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const { format, ...filters } = request.query;
+      const { format, cursor, ...filters } = request.query;
       const source = reconciliationSource(await scopeOf(request), filters);
-      return sendExport(request, reply, source, format ?? 'csv');
+      return sendExport(request, reply, source, format ?? 'csv', cursor);
     },
   );
 
@@ -416,7 +444,13 @@ export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const source = attendeesSource(await scopeOf(request), request.query);
-      return sendExport(request, reply, source, exportFormat(request.query.format, request.headers.accept));
+      return sendExport(
+        request,
+        reply,
+        source,
+        exportFormat(request.query.format, request.headers.accept),
+        request.query.cursor,
+      );
     },
   );
 
@@ -442,7 +476,13 @@ export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const source = buyersSource(await scopeOf(request), request.query);
-      return sendExport(request, reply, source, exportFormat(request.query.format, request.headers.accept));
+      return sendExport(
+        request,
+        reply,
+        source,
+        exportFormat(request.query.format, request.headers.accept),
+        request.query.cursor,
+      );
     },
   );
 
@@ -461,7 +501,13 @@ export const reportRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const { workspaceId } = activeWorkspace(request);
       const source = subscribersSource({ workspaceId, timeZone: 'UTC' });
-      return sendExport(request, reply, source, exportFormat(request.query.format, request.headers.accept));
+      return sendExport(
+        request,
+        reply,
+        source,
+        exportFormat(request.query.format, request.headers.accept),
+        request.query.cursor,
+      );
     },
   );
 };

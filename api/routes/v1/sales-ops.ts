@@ -1,10 +1,7 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../domain/errors.js';
-import { isUuid } from '../../../entities/ids.js';
-import { Sale } from '../../../entities/index.js';
 import type { ISale } from '../../../entities/sale.js';
 import type { cancellation } from '../../../workflows/cancellation.js';
 import {
@@ -20,6 +17,7 @@ import { dataOf } from '../../http/envelope.js';
 import { organizer } from '../../http/route-access.js';
 import { SaleSchema, toSale } from '../../http/sale-views.js';
 import { IdParamSchema } from '../../http/schemas.js';
+import { findSale, reloadSale } from '../../services/sales.js';
 import type { ApiServices } from '../../services.js';
 
 /** Contract 4.8: optional acknowledge_open_payment; `reason` (ours) is kept as the sale's failureReason. */
@@ -55,16 +53,6 @@ const RefundOutcomeSchema = z
 
 /** How long POST /refund waits for the gateway before answering 202 (the refund goes on in its workflow). */
 const REFUND_WAIT_MS = 8_000;
-
-async function findSale(em: EntityManager, id: string) {
-  const sale = isUuid(id) ? await em.findOne(Sale, { id }) : null;
-  if (!sale) throw new AppError('NOT_FOUND', 'Sale not found');
-  return sale;
-}
-
-async function reloadSale(em: EntityManager, id: string) {
-  return em.fork().findOneOrFail(Sale, { id }, { filters: { tenant: false } });
-}
 
 /** The flags of a cancel request, kept in the execution's memo so a later request can be compared with it. */
 const CANCEL_REQUEST_MEMO = 'cancelRequest';
@@ -191,7 +179,9 @@ export const salesOpsRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = 
       });
       let timer: NodeJS.Timeout | undefined;
       const finished = await Promise.race([
-        handle.result() as Promise<RefundResult>,
+        // An execution that ended without a result (terminated, failed) left the refund owed: the reconciler starts it
+        // again (activities/reconciler.ts redriveStalledRefunds), so it is still in progress, not a server error.
+        (handle.result() as Promise<RefundResult>).catch(() => null),
         new Promise<null>((resolve) => {
           timer = setTimeout(() => resolve(null), REFUND_WAIT_MS);
         }),

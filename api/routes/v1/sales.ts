@@ -1,17 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AppError } from '../../../domain/errors.js';
 import { SALE_STATUSES } from '../../../domain/sale-state.js';
-import { isUuid } from '../../../entities/ids.js';
-import { PaymentAttempt, Sale } from '../../../entities/index.js';
 import { SALE_CHANNELS } from '../../../entities/sale.js';
-import { reserveThroughCheckout } from '../../http/checkout.js';
 import { dataOf, listOf, type Page } from '../../http/envelope.js';
 import { minorUnits } from '../../http/money.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import {
-  canSeeBuyerContact,
   loadItems,
   loadTickets,
   SaleSchema,
@@ -20,8 +15,8 @@ import {
   toSaleFor,
 } from '../../http/sale-views.js';
 import { IdParamSchema, IsoDateTimeSchema } from '../../http/schemas.js';
-import { likeContains } from '../../http/text.js';
 import { activeWorkspace } from '../../plugins/auth.js';
+import { createConfirmedSale, findSale, listSales, paymentAttemptsOf } from '../../services/sales.js';
 import type { ApiServices } from '../../services.js';
 
 const SalesQuery = PageQuerySchema.extend({
@@ -71,12 +66,6 @@ const CreateSaleBody = z.object({
  */
 const SINGLE_PAGE: Page = { nextCursor: null, hasMore: false };
 
-async function findSale(request: { em: import('@mikro-orm/postgresql').EntityManager }, id: string) {
-  const sale = isUuid(id) ? await request.em.findOne(Sale, { id }) : null;
-  if (!sale) throw new AppError('NOT_FOUND', 'Sale not found');
-  return sale;
-}
-
 export const salesRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = async (app, { services }) => {
   app.get(
     '/sales',
@@ -92,25 +81,7 @@ export const salesRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
     async (request) => {
       const { role } = activeWorkspace(request);
       const q = request.query;
-      const after = decodeCursor(q.cursor);
-      const where: Record<string, unknown> = {};
-      if (after) where.id = { $lt: after };
-      if (q.status) where.status = q.status;
-      if (q.channel) where.channel = q.channel;
-      if (q.event) where.event = isUuid(q.event) ? q.event : '00000000-0000-0000-0000-000000000000';
-      if (q.eventDate) where.eventDate = isUuid(q.eventDate) ? q.eventDate : '00000000-0000-0000-0000-000000000000';
-      if (q.reference) where.reference = { $ilike: likeContains(q.reference) };
-      if (q.buyer) {
-        const pattern = likeContains(q.buyer);
-        // Matching on email below STAFF would let a VIEWER probe the addresses the rows hide from it.
-        where.$or = canSeeBuyerContact(role)
-          ? [{ buyerName: { $ilike: pattern } }, { buyerEmail: { $ilike: pattern } }]
-          : [{ buyerName: { $ilike: pattern } }];
-      }
-      if (q.from || q.to) {
-        where.createdAt = { ...(q.from ? { $gte: new Date(q.from) } : {}), ...(q.to ? { $lte: new Date(q.to) } : {}) };
-      }
-      const rows = await request.em.find(Sale, where, { orderBy: { id: 'desc' }, limit: q.limit + 1 });
+      const rows = await listSales(request.em, q, role, decodeCursor(q.cursor), q.limit + 1);
       const { items, page } = toPage(rows, q.limit);
       return {
         data: items.map((sale) => toSaleFor(sale, role)),
@@ -132,7 +103,7 @@ export const salesRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
       },
     },
     async (request) => {
-      const sale = await findSale(request, request.params.id);
+      const sale = await findSale(request.em, request.params.id);
       const { role } = activeWorkspace(request);
       return { data: { ...toSaleFor(sale, role), items: await loadItems(request.em, sale.id) } };
     },
@@ -150,7 +121,7 @@ export const salesRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
       },
     },
     async (request) => {
-      const sale = await findSale(request, request.params.id);
+      const sale = await findSale(request.em, request.params.id);
       return {
         data: await loadTickets(request.em, sale.id),
         page: SINGLE_PAGE,
@@ -171,12 +142,8 @@ export const salesRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
       },
     },
     async (request) => {
-      const sale = await findSale(request, request.params.id);
-      const attempts = await request.em.find(
-        PaymentAttempt,
-        { sale: sale.id },
-        { orderBy: { createdAt: 'asc', id: 'asc' } },
-      );
+      const sale = await findSale(request.em, request.params.id);
+      const attempts = await paymentAttemptsOf(request.em, sale.id);
       return {
         data: attempts.map((attempt) => ({
           id: attempt.id,
@@ -209,26 +176,15 @@ export const salesRoutes: FastifyPluginAsyncZod<{ services: ApiServices }> = asy
     async (request, reply) => {
       const workspace = activeWorkspace(request);
       const body = request.body;
-      if (!isUuid(body.eventDateId) || !isUuid(body.ticketTypeId))
-        throw new AppError('NOT_FOUND', 'Event date or ticket type not found');
-      const reserved = await reserveThroughCheckout(services, {
-        origin: 'ORGANIZER',
-        channel: body.channel,
-        pinnedWorkspaceId: workspace.workspaceId,
+      const reserved = await createConfirmedSale(services, workspace.workspaceId, {
         eventDateId: body.eventDateId,
         ticketTypeId: body.ticketTypeId,
         quantity: body.quantity,
-        seats: null,
-        holdToken: null,
-        discountCode: null,
-        buyerId: null,
-        buyerEmail: body.buyer.email.toLowerCase(),
-        buyer: { name: body.buyer.name, phone: body.buyer.phone ?? null, idType: null, idNumber: null, nitDigit: null },
-        returnUrl: null,
-        confirmImmediately: true,
+        channel: body.channel,
         complimentary: body.complimentary,
+        buyer: body.buyer,
       });
-      const sale = await findSale(request, reserved.saleId);
+      const sale = await findSale(request.em, reserved.saleId);
       return reply
         .status(201)
         .send({ data: { ...toSaleFor(sale, workspace.role), items: await loadItems(request.em, sale.id) } });

@@ -9,15 +9,14 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { notFound } from '../../../domain/errors.js';
-import { isUuid } from '../../../entities/ids.js';
-import { Settlement } from '../../../entities/index.js';
 import { type ISettlement, VISIBLE_SETTLEMENT_STATUSES } from '../../../entities/settlement.js';
 import { PROOF_CONTENT_TYPES, PROOF_FILE_NAME_PATTERN } from '../../../workflows/settlement-definitions.js';
 import { dataOf, listOf } from '../../http/envelope.js';
 import { minorUnits } from '../../http/money.js';
-import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
+import { PageQuerySchema } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import { IdParamSchema, isoOrNull } from '../../http/schemas.js';
+import { findVisible, listSettlements, settlementNames, storedFile } from '../../services/settlements.js';
 
 /** A stored file sent back byte for byte (a stream), documented per media type it can have. */
 const fileResponse = (description: string, mediaTypes: readonly string[]) => ({
@@ -55,39 +54,19 @@ export const SettlementSchema = z
 type SettlementView = z.infer<typeof SettlementSchema>;
 
 const SettlementsQuery = PageQuerySchema.extend({
+  cursor: PageQuerySchema.shape.cursor.meta({
+    description: 'The id of the last row of the previous page (page.nextCursor hands it out)',
+  }),
   event: z.string().max(100).optional(),
   status: z.enum(VISIBLE_SETTLEMENT_STATUSES).optional(),
 });
 
 const ProofParams = IdParamSchema.extend({ fileName: z.string().max(300) });
 
-const VISIBLE: readonly string[] = VISIBLE_SETTLEMENT_STATUSES;
-const NO_ROW = '00000000-0000-0000-0000-000000000000';
-
-/** Event, date and file names of the given (already tenant-scoped) settlements, in three small queries. */
+/** Settlements as the organizer sees them, with their event, date and file names. */
 async function toViews(em: EntityManager, rows: ISettlement[]): Promise<SettlementView[]> {
   if (rows.length === 0) return [];
-  const ids = rows.map((row) => row.id);
-  const placeholders = ids.map(() => '?').join(', ');
-  const files = await em.execute<Array<{ settlement_id: string; kind: string; file_name: string }>>(
-    `select settlement_id, kind, file_name from settlement_files where settlement_id in (${placeholders})
-      order by created_at, file_name`,
-    ids,
-  );
-  const eventIds = [...new Set(rows.flatMap((row) => (row.event ? [row.event] : [])))];
-  const dateIds = [...new Set(rows.flatMap((row) => (row.eventDate ? [row.eventDate] : [])))];
-  const events = eventIds.length
-    ? await em.execute<Array<{ id: string; name: string }>>(
-        `select id, name from events where id in (${eventIds.map(() => '?').join(', ')})`,
-        eventIds,
-      )
-    : [];
-  const dates = dateIds.length
-    ? await em.execute<Array<{ id: string; starts_at: Date | string }>>(
-        `select id, starts_at from event_dates where id in (${dateIds.map(() => '?').join(', ')})`,
-        dateIds,
-      )
-    : [];
+  const { files, events, dates } = await settlementNames(em, rows);
   return rows.map((row) => {
     const own = files.filter((file) => file.settlement_id === row.id);
     const event = events.find((each) => each.id === row.event);
@@ -115,26 +94,6 @@ async function toViews(em: EntityManager, rows: ISettlement[]): Promise<Settleme
   });
 }
 
-/** A settlement of the active workspace the organizer may see (SENT or later), else 404: internal ones do not exist. */
-async function findVisible(em: EntityManager, id: string): Promise<ISettlement> {
-  const row = isUuid(id)
-    ? await em.findOne(Settlement, { id, status: { $in: [...VISIBLE_SETTLEMENT_STATUSES] } })
-    : null;
-  if (!row || !VISIBLE.includes(row.status)) throw notFound('Settlement');
-  return row;
-}
-
-/** One stored file of that settlement, matched exactly on kind and name; only name and bytes leave the database. */
-async function storedFile(em: EntityManager, settlementId: string, kind: 'DOCUMENT' | 'PROOF', fileName?: string) {
-  const [file] = await em.execute<Array<{ file_name: string; content_type: string; content: Buffer }>>(
-    `select file_name, content_type, content from settlement_files
-      where settlement_id = ? and kind = ? ${fileName === undefined ? '' : 'and file_name = ?'}
-      order by created_at desc limit 1`,
-    [settlementId, kind, ...(fileName === undefined ? [] : [fileName])],
-  );
-  return file ?? null;
-}
-
 export const settlementRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/settlements',
@@ -148,13 +107,7 @@ export const settlementRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const q = request.query;
-      const after = decodeCursor(q.cursor);
-      const where: Record<string, unknown> = { status: q.status ?? { $in: [...VISIBLE_SETTLEMENT_STATUSES] } };
-      if (after) where.id = { $lt: after };
-      if (q.event) where.event = isUuid(q.event) ? q.event : NO_ROW;
-      const rows = await request.em.find(Settlement, where, { orderBy: { id: 'desc' }, limit: q.limit + 1 });
-      const { items, page } = toPage(rows, q.limit);
+      const { items, page } = await listSettlements(request.em, request.query);
       return {
         data: await toViews(request.em, items),
         page,

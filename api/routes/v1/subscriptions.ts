@@ -1,8 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AppError, notFound } from '../../../domain/errors.js';
-import { isUuid } from '../../../entities/ids.js';
-import { MembershipSubscription } from '../../../entities/index.js';
 import {
   type IMembershipSubscription,
   RENEWAL_STATES,
@@ -11,8 +8,8 @@ import {
 import { dataOf } from '../../http/envelope.js';
 import { organizer } from '../../http/route-access.js';
 import { IdParamSchema, isoOrNull } from '../../http/schemas.js';
+import { cancelSubscription } from '../../services/memberships.js';
 import type { ApiServices } from '../../services.js';
-import { cancelThroughWorkflow } from '../customer/memberships.js';
 
 export const SubscriptionSchema = z
   .object({
@@ -58,20 +55,7 @@ export const subscriptionRoutes: FastifyPluginAsyncZod<{ services: ApiServices }
       },
     },
     async (request) => {
-      const id = request.params.id;
-      const subscription = isUuid(id) ? await request.em.findOne(MembershipSubscription, { id }) : null;
-      if (!subscription) throw notFound('Subscription');
-      if (subscription.status === 'CANCELLED' || subscription.status === 'EXPIRED') {
-        throw new AppError('INVALID_STATE', `The subscription is ${subscription.status}`, {
-          details: { reason: 'subscription_ended', status: subscription.status },
-        });
-      }
-      await cancelThroughWorkflow(
-        services,
-        { workspaceId: subscription.workspace, buyerId: subscription.buyer },
-        { by: 'organizer', subscriptionId: subscription.id },
-      );
-      const after = await request.em.findOneOrFail(MembershipSubscription, { id }, { refresh: true });
+      const after = await cancelSubscription(services, request.em, request.params.id);
       return { data: toSubscription(after) };
     },
   );

@@ -1,24 +1,26 @@
-import { type FilterQuery, LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AppError, notFound } from '../../../domain/errors.js';
-import { invalidField } from '../../../domain/field-errors.js';
 import { type FeePolicy, quoteUnit, ticketTypeFeePolicy } from '../../../domain/pricing.js';
-import { isUuid, newId } from '../../../entities/ids.js';
-import { Event, EventDate, TicketType, Workspace } from '../../../entities/index.js';
-import { adjustCapacity, createStock, type StockLevels, stockLevels } from '../../../entities/stock.js';
+import { isUuid } from '../../../entities/ids.js';
+import type { StockLevels } from '../../../entities/stock.js';
 import type { ITicketType } from '../../../entities/ticket-type.js';
-import { dateOrNull, patchedDate } from '../../http/dates.js';
 import { dataOf, listOf } from '../../http/envelope.js';
-import { minorUnits } from '../../http/money.js';
+import { MAX_UNIT_AMOUNT, minorUnits } from '../../http/money.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import { IdParamSchema, IsoDateTimeSchema, isoOrNull } from '../../http/schemas.js';
 import { activeWorkspace } from '../../plugins/auth.js';
+import {
+  createTicketType,
+  deleteTicketType,
+  findTicketType,
+  listTicketTypes,
+  ticketTypeFigures,
+  updateTicketType,
+} from '../../services/ticket-types.js';
 
 const MAX_CAPACITY = 1_000_000;
-const MAX_AMOUNT = 1_000_000_000_000;
 
 export const TicketTypeSchema = z
   .object({
@@ -54,7 +56,7 @@ export const TicketTypeSchema = z
   })
   .meta({ id: 'TicketType' });
 
-const Amount = (description: string, example: number) => minorUnits(description, example).min(0).max(MAX_AMOUNT);
+const Amount = (description: string, example: number) => minorUnits(description, example).min(0).max(MAX_UNIT_AMOUNT);
 
 const TicketTypeFields = z.object({
   name: z.string().trim().min(1).max(160),
@@ -97,17 +99,6 @@ const ListTicketTypesQuery = PageQuerySchema.extend({
   eventDate: z.string().refine(isUuid, 'must be a UUID').optional().meta({ description: 'Event date id' }),
 });
 
-/** The workspace's default fee policy (ticket types override parts of it). */
-async function workspaceFeePolicy(em: EntityManager, workspaceId: string): Promise<FeePolicy> {
-  const workspace = await em.findOneOrFail(Workspace, { id: workspaceId });
-  return {
-    serviceFeeBps: workspace.serviceFeeBps,
-    serviceFeeFixed: workspace.serviceFeeFixed,
-    feeAbsorbedByOrganizer: false,
-    seatingSurcharge: 0,
-  };
-}
-
 function toTicketType(type: ITicketType, stock: StockLevels | undefined, workspaceDefault: FeePolicy) {
   const numbered = type.seatMapCategoryKey != null;
   const quote = quoteUnit({
@@ -148,22 +139,8 @@ function toTicketType(type: ITicketType, stock: StockLevels | undefined, workspa
 
 /** One ticket type as the API shows it: stock figures and the buyer quote read fresh. */
 async function present(em: EntityManager, workspaceId: string, type: ITicketType) {
-  const [levels, policy] = await Promise.all([stockLevels(em, [type.id]), workspaceFeePolicy(em, workspaceId)]);
+  const { levels, policy } = await ticketTypeFigures(em, workspaceId, [type.id]);
   return toTicketType(type, levels.get(type.id), policy);
-}
-
-async function findTicketType(em: EntityManager, id: string, options: { lock?: boolean } = {}): Promise<ITicketType> {
-  const type = isUuid(id)
-    ? await em.findOne(TicketType, { id }, options.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {})
-    : null;
-  if (!type) throw notFound('Ticket type');
-  return type;
-}
-
-function assertPresaleWindow(startsAt: Date | null, endsAt: Date | null): void {
-  if (startsAt && endsAt && endsAt.getTime() <= startsAt.getTime()) {
-    throw invalidField('body.presaleEndsAt', 'must be after presaleStartsAt');
-  }
 }
 
 export const ticketTypeRoutes: FastifyPluginAsyncZod = async (app) => {
@@ -181,21 +158,13 @@ export const ticketTypeRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const workspace = activeWorkspace(request);
       const { limit, cursor, event, eventDate } = request.query;
-      const after = decodeCursor(cursor);
-      const where: FilterQuery<ITicketType> = {
-        ...(after ? { id: { $lt: after } } : {}),
-        ...(event ? { event } : {}),
-        ...(eventDate ? { eventDate } : {}),
-      };
-      const rows = await request.em.find(TicketType, where, { orderBy: { id: 'desc' }, limit: limit + 1 });
+      const rows = await listTicketTypes(request.em, { after: decodeCursor(cursor), limit, event, eventDate });
       const { items, page } = toPage(rows, limit);
-      const [levels, policy] = await Promise.all([
-        stockLevels(
-          request.em,
-          items.map((type) => type.id),
-        ),
-        workspaceFeePolicy(request.em, workspace.workspaceId),
-      ]);
+      const { levels, policy } = await ticketTypeFigures(
+        request.em,
+        workspace.workspaceId,
+        items.map((type) => type.id),
+      );
       return {
         data: items.map((type) => toTicketType(type, levels.get(type.id), policy)),
         page,
@@ -218,47 +187,7 @@ export const ticketTypeRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const workspace = activeWorkspace(request);
       const body = request.body;
-      const presaleStartsAt = dateOrNull(body.presaleStartsAt);
-      const presaleEndsAt = dateOrNull(body.presaleEndsAt);
-      assertPresaleWindow(presaleStartsAt, presaleEndsAt);
-      const created = await request.em.transactional(async (tx) => {
-        // The event row is locked so a concurrent cancel or delete cannot slip between the check and the insert.
-        const event = await tx.findOne(Event, { id: body.eventId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-        if (!event) throw invalidField('body.eventId', 'no event with this id in your workspace');
-        if (event.status === 'CANCELLED') {
-          throw new AppError('INVALID_STATE', `Event ${event.id} is cancelled; it cannot get new ticket types`, {
-            details: { reason: 'event_cancelled' },
-          });
-        }
-        const date = await tx.findOne(EventDate, { id: body.eventDateId, event: event.id });
-        if (!date) throw invalidField('body.eventDateId', 'no date with this id in event eventId');
-        const currency = (await tx.findOneOrFail(Workspace, { id: workspace.workspaceId })).currency;
-        const type = tx.create(TicketType, {
-          id: newId(),
-          workspace: workspace.workspaceId,
-          event: event.id,
-          eventDate: date.id,
-          name: body.name,
-          description: body.description ?? null,
-          price: body.price,
-          currency,
-          capacity: body.capacity,
-          maxPerOrder: body.maxPerOrder,
-          membersOnly: body.membersOnly,
-          presaleStartsAt,
-          presaleEndsAt,
-          seatMapCategoryKey: body.seatMapCategoryKey ?? null,
-          feeAbsorbedByOrganizer: body.feeAbsorbedByOrganizer,
-          serviceFeeBps: body.serviceFeeBps ?? null,
-          serviceFeeFixed: body.serviceFeeFixed ?? null,
-          seatingSurcharge: body.seatingSurcharge,
-          sortOrder: body.sortOrder,
-          deletedAt: null,
-        });
-        await tx.flush();
-        await createStock(tx, type.id, type.capacity);
-        return type;
-      });
+      const created = await createTicketType(request.em, workspace.workspaceId, body);
       return reply.status(201).send({ data: await present(request.em, workspace.workspaceId, created) });
     },
   );
@@ -297,31 +226,7 @@ export const ticketTypeRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const workspace = activeWorkspace(request);
-      const body = request.body;
-      const updated = await request.em.transactional(async (tx) => {
-        const type = await findTicketType(tx, request.params.id, { lock: true });
-        const presaleStartsAt = patchedDate(body.presaleStartsAt, type.presaleStartsAt);
-        const presaleEndsAt = patchedDate(body.presaleEndsAt, type.presaleEndsAt);
-        assertPresaleWindow(presaleStartsAt, presaleEndsAt);
-        if (body.capacity !== undefined && body.capacity !== type.capacity) {
-          await adjustCapacity(tx, type.id, body.capacity - type.capacity);
-          type.capacity = body.capacity;
-        }
-        type.presaleStartsAt = presaleStartsAt;
-        type.presaleEndsAt = presaleEndsAt;
-        if (body.name !== undefined) type.name = body.name;
-        if (body.description !== undefined) type.description = body.description;
-        if (body.price !== undefined) type.price = body.price;
-        if (body.maxPerOrder !== undefined) type.maxPerOrder = body.maxPerOrder;
-        if (body.membersOnly !== undefined) type.membersOnly = body.membersOnly;
-        if (body.seatMapCategoryKey !== undefined) type.seatMapCategoryKey = body.seatMapCategoryKey;
-        if (body.feeAbsorbedByOrganizer !== undefined) type.feeAbsorbedByOrganizer = body.feeAbsorbedByOrganizer;
-        if (body.serviceFeeBps !== undefined) type.serviceFeeBps = body.serviceFeeBps;
-        if (body.serviceFeeFixed !== undefined) type.serviceFeeFixed = body.serviceFeeFixed;
-        if (body.seatingSurcharge !== undefined) type.seatingSurcharge = body.seatingSurcharge;
-        if (body.sortOrder !== undefined) type.sortOrder = body.sortOrder;
-        return type;
-      });
+      const updated = await updateTicketType(request.em, request.params.id, request.body);
       return { data: await present(request.em, workspace.workspaceId, updated) };
     },
   );
@@ -332,16 +237,18 @@ export const ticketTypeRoutes: FastifyPluginAsyncZod = async (app) => {
       config: organizer('ADMIN', 'events'),
       schema: {
         tags: ['ticket-types'],
-        summary: 'Soft-delete a ticket type (stops its sales; tickets already sold stay valid)',
+        summary: 'Soft-delete a ticket type that no sale holds units of',
+        description:
+          '409 INVALID_STATE (details.reason ticket_type_has_sales, details.sales) while PENDING or CONFIRMED sales ' +
+          'hold its units, as DELETE /events answers; lower the capacity to stop its sales instead. A deleted type ' +
+          'that still has such sales (deleted before this rule) stays in /reports/inventory.',
         params: IdParamSchema,
         response: { 200: dataOf(TicketTypeSchema) },
       },
     },
     async (request) => {
       const workspace = activeWorkspace(request);
-      const type = await findTicketType(request.em, request.params.id);
-      type.deletedAt = new Date();
-      await request.em.flush();
+      const type = await deleteTicketType(request.em, request.params.id);
       request.log.info({ ticketTypeId: type.id }, 'ticket type deleted');
       return { data: await present(request.em, workspace.workspaceId, type) };
     },

@@ -1,17 +1,12 @@
-import type { FilterQuery } from '@mikro-orm/core';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AppError, notFound } from '../../../domain/errors.js';
-import { isUuid, newId } from '../../../entities/ids.js';
-import { Event, Venue } from '../../../entities/index.js';
 import type { IVenue } from '../../../entities/venue.js';
 import { dataOf, listOf } from '../../http/envelope.js';
 import { decodeCursor, PageQuerySchema, toPage } from '../../http/pagination.js';
 import { organizer } from '../../http/route-access.js';
 import { IdParamSchema } from '../../http/schemas.js';
-import { escapeLike, likeContains } from '../../http/text.js';
 import { activeWorkspace } from '../../plugins/auth.js';
+import { createVenue, deleteVenue, findVenue, listVenues, updateVenue } from '../../services/venues.js';
 
 /** True for a time zone of the IANA database (`America/Bogota`, `UTC`); offsets such as `+05:00` are not zones. */
 export const isIanaTimeZone = (value: string): boolean => {
@@ -86,12 +81,6 @@ const toVenue = (venue: IVenue) => ({
   updatedAt: venue.updatedAt.toISOString(),
 });
 
-async function findVenue(em: EntityManager, id: string): Promise<IVenue> {
-  const venue = isUuid(id) ? await em.findOne(Venue, { id }) : null;
-  if (!venue) throw notFound('Venue');
-  return venue;
-}
-
 export const venueRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/venues',
@@ -106,13 +95,7 @@ export const venueRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const { limit, cursor, q, city } = request.query;
-      const after = decodeCursor(cursor);
-      const where: FilterQuery<IVenue> = {
-        ...(after ? { id: { $lt: after } } : {}),
-        ...(q ? { name: { $ilike: likeContains(q) } } : {}),
-        ...(city ? { city: { $ilike: escapeLike(city) } } : {}),
-      };
-      const rows = await request.em.find(Venue, where, { orderBy: { id: 'desc' }, limit: limit + 1 });
+      const rows = await listVenues(request.em, { after: decodeCursor(cursor), limit: limit + 1, q, city });
       const { items, page } = toPage(rows, limit);
       return { data: items.map(toVenue), page, ...(request.warnings.length ? { warnings: request.warnings } : {}) };
     },
@@ -132,18 +115,14 @@ export const venueRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const workspace = activeWorkspace(request);
       const body = request.body;
-      const venue = request.em.create(Venue, {
-        id: newId(),
-        workspace: workspace.workspaceId,
+      const venue = await createVenue(request.em, workspace.workspaceId, {
         name: body.name,
         address: body.address ?? null,
         city: body.city ?? null,
         country: body.country,
         timezone: body.timezone,
         capacity: body.capacity ?? null,
-        deletedAt: null,
       });
-      await request.em.flush();
       return reply.status(201).send({ data: toVenue(venue) });
     },
   );
@@ -174,18 +153,7 @@ export const venueRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: dataOf(VenueSchema) },
       },
     },
-    async (request) => {
-      const venue = await findVenue(request.em, request.params.id);
-      const body = request.body;
-      if (body.name !== undefined) venue.name = body.name;
-      if (body.address !== undefined) venue.address = body.address;
-      if (body.city !== undefined) venue.city = body.city;
-      if (body.country !== undefined) venue.country = body.country;
-      if (body.timezone !== undefined) venue.timezone = body.timezone;
-      if (body.capacity !== undefined) venue.capacity = body.capacity;
-      await request.em.flush();
-      return { data: toVenue(venue) };
-    },
+    async (request) => ({ data: toVenue(await updateVenue(request.em, request.params.id, request.body)) }),
   );
 
   app.delete(
@@ -199,19 +167,6 @@ export const venueRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: dataOf(VenueSchema) },
       },
     },
-    async (request) => {
-      const venue = await findVenue(request.em, request.params.id);
-      const events = await request.em.count(Event, { venue: venue.id });
-      if (events > 0) {
-        throw new AppError(
-          'CONFLICT',
-          `This venue is used by ${events} event(s); move them to another venue (PATCH /events/{id} venueId) first`,
-          { details: { reason: 'venue_in_use', events } },
-        );
-      }
-      venue.deletedAt = new Date();
-      await request.em.flush();
-      return { data: toVenue(venue) };
-    },
+    async (request) => ({ data: toVenue(await deleteVenue(request.em, request.params.id)) }),
   );
 };

@@ -1,12 +1,10 @@
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../domain/errors.js';
-import { SLUG_PATTERN, slugify } from '../../../domain/slug.js';
-import { newId } from '../../../entities/ids.js';
-import { User, Workspace, WorkspaceMember } from '../../../entities/index.js';
+import { SLUG_PATTERN } from '../../../domain/slug.js';
 import { dataOf } from '../../http/envelope.js';
 import { organizer } from '../../http/route-access.js';
+import { createWorkspace } from '../../services/workspaces.js';
 
 export const WorkspaceSchema = z
   .object({
@@ -21,7 +19,17 @@ export const WorkspaceSchema = z
 
 const CreateWorkspaceBody = z.object({
   name: z.string().trim().min(2).max(120),
-  slug: z.string().min(2).max(80).regex(SLUG_PATTERN, 'lowercase letters, digits and single dashes').optional(),
+  slug: z
+    .string()
+    .min(2)
+    .max(80)
+    .regex(SLUG_PATTERN, 'lowercase letters, digits and single dashes')
+    .optional()
+    .meta({
+      description:
+        'A label for your own lists (requests name workspaces by id): unique among your workspaces (409), not ' +
+        'across the service. A few words the service uses are reserved (422).',
+    }),
   currency: z.enum(['COP', 'USD', 'EUR', 'MXN']).default('COP'),
 });
 
@@ -40,44 +48,18 @@ export const workspaceRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const caller = request.organizer;
       if (!caller) throw new AppError('UNAUTHENTICATED', 'Send an API key');
-      const { name, currency } = request.body;
-      const slug =
-        request.body.slug ?? `${slugify(name, { maxLength: 60, fallback: 'workspace' })}-${newId().slice(-6)}`;
-      const em = request.em.fork();
-      try {
-        const workspace = await em.transactional(async (tx) => {
-          const created = tx.create(Workspace, { id: newId(), name, slug, currency });
-          tx.create(WorkspaceMember, {
-            id: newId(),
-            workspace: created.id,
-            user: caller.user.id,
-            role: 'ADMIN',
-            sections: null,
-            accessExpiresAt: null,
-            revokedAt: null,
-          });
-          const user = await tx.findOneOrFail(User, { id: caller.user.id });
-          if (!user.defaultWorkspaceId) user.defaultWorkspaceId = created.id;
-          return created;
-        });
-        return reply.status(201).send({
-          data: {
-            id: workspace.id,
-            name: workspace.name,
-            slug: workspace.slug,
-            currency: workspace.currency,
-            role: 'ADMIN',
-            createdAt: workspace.createdAt.toISOString(),
-          },
-        });
-      } catch (error) {
-        if (error instanceof UniqueConstraintViolationException) {
-          throw new AppError('ALREADY_EXISTS', `The workspace slug ${slug} is taken; choose another`, {
-            details: { fields: [{ field: 'body.slug', message: 'already taken' }] },
-          });
-        }
-        throw error;
-      }
+      const { name, slug, currency } = request.body;
+      const workspace = await createWorkspace(request.em, { userId: caller.user.id, name, slug, currency });
+      return reply.status(201).send({
+        data: {
+          id: workspace.id,
+          name: workspace.name,
+          slug: workspace.slug,
+          currency: workspace.currency,
+          role: 'ADMIN',
+          createdAt: workspace.createdAt.toISOString(),
+        },
+      });
     },
   );
 };

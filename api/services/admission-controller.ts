@@ -1,0 +1,164 @@
+/**
+ * How many buyers a waiting room lets in, decided from what the stack measures rather than from a guess.
+ *
+ * Two knobs, as Cloudflare Waiting Room has them: `targetActive` (admitted buyers active at once: admitted and not yet
+ * done reserving or paying) and `admitPerSecond` (new admissions per second, so a free batch of slots is not handed
+ * to hundreds of buyers in the same instant). Each tick looks at the stack's health and moves both:
+ *
+ * - shed: some request was answered 503 overloaded since the last tick. Halve both (multiplicative decrease).
+ * - strained: reservation latency above its goal, the event loop busier/later than `slowAt` of the shedding
+ *   thresholds, or the worker's task backlog above its goal. Take a fifth off, so admission slows before the load
+ *   shedder has anything to shed, and before a new buyer's reservation waits behind tasks the worker has not started.
+ * - grow: healthy, buyers waiting, and the controller is what holds them back: most slots in use (add a tenth to
+ *   both, at least one), or slots free but the admission rate binding (raise the rate only).
+ * - hold: healthy but the controller is not the bottleneck (nobody waits, or stock caps admission).
+ *
+ * The organizer's floor and ceiling bound `targetActive` whatever the health says; the floor keeps a sale moving on a
+ * box that sheds for reasons the crowd does not cause.
+ */
+
+export interface AdmissionBounds {
+  /** Fewest admitted buyers active at once, even when the stack is strained. */
+  floor: number;
+  /** Most admitted buyers active at once, even when the stack is healthy. */
+  ceiling: number;
+}
+
+export interface StackHealth {
+  /** 90th percentile of waiting-room reservations over the recent window; null when none was made. */
+  reservationP90Ms: number | null;
+  /** Requests shed (503 overloaded) by any API process since the previous tick. */
+  shedSinceLastTick: number;
+  /** Highest event-loop utilization (0–1) of the API processes over their last sample. */
+  eventLoopUtilization: number;
+  /** Highest mean event-loop delay (ms) of the API processes over their last sample. */
+  eventLoopDelayMs: number;
+  /**
+   * Tasks waiting on the worker's task queue for a poller (workflow and activity tasks, Temporal's approximate
+   * backlog count), sampled every few seconds; null when not known (no sample yet, Temporal not answering).
+   */
+  taskBacklog: number | null;
+}
+
+export interface AdmissionLimits {
+  /** Reservation latency above which admission slows (below the 1 s the issue allows buyers). */
+  reservationLatencyGoalMs: number;
+  /** Shedding thresholds of the API (LOAD_SHED_*), 0 meaning off. */
+  shedEventLoopUtilization: number;
+  shedEventLoopDelayMs: number;
+  /** Fraction of a shedding threshold at which admission already slows. */
+  slowAt: number;
+  /**
+   * Worker tasks waiting for a poller above which admission slows: each is work a new buyer's reservation queues
+   * behind on the task queue. 0 turns it off.
+   */
+  taskBacklogGoal: number;
+  /** Bounds of admitPerSecond. */
+  minAdmitPerSecond: number;
+  maxAdmitPerSecond: number;
+}
+
+export const DEFAULT_ADMISSION_LIMITS: AdmissionLimits = {
+  reservationLatencyGoalMs: 800,
+  shedEventLoopUtilization: 0.98,
+  shedEventLoopDelayMs: 500,
+  slowAt: 0.75,
+  // A few seconds of the worker's tasks on the 2-core box (20–45 workflow tasks a second in the 2026-11-29 bench,
+  // whose expiry storms queued 900–1,100).
+  taskBacklogGoal: 100,
+  minAdmitPerSecond: 1,
+  maxAdmitPerSecond: 500,
+};
+
+export interface Admission {
+  targetActive: number;
+  admitPerSecond: number;
+}
+
+export type AdmissionVerdict = 'shed' | 'strained' | 'grow' | 'hold';
+
+/** Where a waiting room starts before it has measured anything. */
+export function initialAdmission(bounds: AdmissionBounds): Admission {
+  return { targetActive: clamp(20, bounds.floor, bounds.ceiling), admitPerSecond: 10 };
+}
+
+export function judgeHealth(health: StackHealth, limits: AdmissionLimits): 'shed' | 'strained' | 'healthy' {
+  if (health.shedSinceLastTick > 0) return 'shed';
+  const slowLatency = health.reservationP90Ms !== null && health.reservationP90Ms > limits.reservationLatencyGoalMs;
+  const busyLoop =
+    limits.shedEventLoopUtilization > 0 &&
+    health.eventLoopUtilization > limits.shedEventLoopUtilization * limits.slowAt;
+  const lateLoop =
+    limits.shedEventLoopDelayMs > 0 && health.eventLoopDelayMs > limits.shedEventLoopDelayMs * limits.slowAt;
+  const backlogged =
+    limits.taskBacklogGoal > 0 && health.taskBacklog !== null && health.taskBacklog > limits.taskBacklogGoal;
+  return slowLatency || busyLoop || lateLoop || backlogged ? 'strained' : 'healthy';
+}
+
+export function nextAdmission(
+  previous: Admission,
+  input: {
+    health: StackHealth;
+    active: number;
+    /** Buyers waiting in line. */
+    waiting: number;
+    /** Whether stock, not the controller, is what stops admission now (every obtainable unit has a turn). */
+    stockBound: boolean;
+    bounds: AdmissionBounds;
+    limits?: AdmissionLimits;
+  },
+): Admission & { verdict: AdmissionVerdict } {
+  const limits = input.limits ?? DEFAULT_ADMISSION_LIMITS;
+  const { floor, ceiling } = input.bounds;
+  const rate = (value: number) => clamp(value, limits.minAdmitPerSecond, limits.maxAdmitPerSecond);
+  const judged = judgeHealth(input.health, limits);
+  if (judged === 'shed') {
+    return {
+      verdict: 'shed',
+      targetActive: clamp(Math.floor(previous.targetActive / 2), floor, ceiling),
+      admitPerSecond: rate(previous.admitPerSecond / 2),
+    };
+  }
+  if (judged === 'strained') {
+    return {
+      verdict: 'strained',
+      targetActive: clamp(Math.floor(previous.targetActive * 0.8), floor, ceiling),
+      admitPerSecond: rate(previous.admitPerSecond * 0.8),
+    };
+  }
+  const faster = rate(previous.admitPerSecond + Math.max(1, previous.admitPerSecond * 0.2));
+  if (input.waiting > 0 && !input.stockBound && input.active >= previous.targetActive * 0.8) {
+    return {
+      verdict: 'grow',
+      targetActive: clamp(previous.targetActive + Math.max(1, Math.ceil(previous.targetActive * 0.1)), floor, ceiling),
+      admitPerSecond: faster,
+    };
+  }
+  if (input.waiting > 0 && !input.stockBound) {
+    return { verdict: 'grow', targetActive: clamp(previous.targetActive, floor, ceiling), admitPerSecond: faster };
+  }
+  return {
+    verdict: 'hold',
+    targetActive: clamp(previous.targetActive, floor, ceiling),
+    admitPerSecond: rate(previous.admitPerSecond),
+  };
+}
+
+/**
+ * Seconds a buyer `position` turns from the front should expect to wait: the measured admission rate when there is
+ * one; otherwise (nothing admitted lately because every slot is busy) the slowest the slots can turn over, each one
+ * freed at the latest when its turn expires unused.
+ */
+export function estimatedWaitSeconds(
+  position: number,
+  measured: { admissionsPerSecond: number; targetActive: number; turnSeconds: number },
+): number {
+  if (position <= 0) return 0;
+  const floorRate = Math.max(1, measured.targetActive) / Math.max(1, measured.turnSeconds);
+  const perSecond = Math.max(measured.admissionsPerSecond, floorRate);
+  return Math.ceil(position / perSecond);
+}
+
+function clamp(value: number, low: number, high: number): number {
+  return Math.min(Math.max(value, low), Math.max(low, high));
+}

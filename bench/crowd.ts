@@ -1,0 +1,567 @@
+/**
+ * Crowd benchmark (`npm run bench -- crowd`): `--buyers` buyers (20,000 by default) join the waiting room of one
+ * date within `--join-seconds` (10) for `--tickets` card tickets (1,000), on the bench's own isolated stack
+ * (bench/lib/stack.ts), and follow it as a browser does: long-poll its standing (GET …?waitMs=20000, answered when
+ * admitted, sold out or after 20 s; Retry-After on a 503 or 429), reserve once admitted (POST /customer/orders with X-Queue-Token), open payment and pay with an approved
+ * card, and leave on sold_out or expired. Each buyer comes from an address of its own (X-Forwarded-For; the API
+ * trusts the loopback proxy), as a crowd does.
+ *
+ * Same-run baseline: the card flash sale without a crowd (bench/lib/phases.ts reserveRun + confirmRun on a date
+ * without a room, capacity `--tickets`, `--baseline-attempts` attempts on 200 connections): its confirmations/s is
+ * the box's confirmation ceiling the crowd's sell-out rate is compared with.
+ *
+ * Reported (bench/results/<name>.json and a table): join p99, 5xx by step for buyers who follow the room,
+ * reservation p99 of admitted buyers, payment-to-CONFIRMED p95, sell-out rate against the ceiling, admissions out
+ * of join order, sold-out notice latency (from the last reservation to each waiting buyer's first sold_out answer),
+ * oversold, approved payments unconfirmed, admitted turns past their deadline still unexpired, and a once-a-second
+ * trace of the room's admission knobs with the API's shed count.
+ *
+ * Flags: --buyers <n> (20000), --join-seconds <n> (10), --tickets <n> (1000), --baseline-attempts <n>
+ * (2 × tickets), --skip-baseline, --max-seconds <n> (600: no buyer starts a step after it), --name <name>.
+ * Environment: BENCH_DATABASE_URL, BENCH_REDIS_URL, BENCH_POOL_MAX (20), KEEP_BENCH_DATABASE=1.
+ */
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { roomKeys } from '../api/services/waiting-room.js';
+import { connectTemporalClient } from '../config/temporal.js';
+import { initOrm } from '../entities/orm.js';
+import { createOrganizer } from '../test/support/fixtures.js';
+import { healthProbeWorkflowId } from '../workflows/definitions.js';
+import { cardTokens, createBuyers, orderBody, publishEvent } from './lib/fixtures.js';
+import { errorOf, HttpClient, type HttpResult, pollUntil, sleep, summarize } from './lib/http.js';
+import { type BenchContext, confirmRun, invariantsOf, reserveRun } from './lib/phases.js';
+import { cpuBetween, cpuSnapshot, memoryOf } from './lib/profile.js';
+import { table } from './lib/report.js';
+import { machineFacts, saveResults } from './lib/results.js';
+import { BENCH_TASK_QUEUE, startBenchStack } from './lib/stack.js';
+
+function parseArgs(argv: string[]) {
+  const flags = new Map<string, string>();
+  for (let i = 0; i < argv.length; i += 1) {
+    const arg = argv[i] ?? '';
+    if (!arg.startsWith('--')) continue;
+    const value = argv[i + 1];
+    flags.set(arg.slice(2), value === undefined || value.startsWith('--') ? 'true' : value);
+  }
+  const num = (key: string, fallback: number) => {
+    const value = Number(flags.get(key) ?? fallback);
+    if (!Number.isInteger(value) || value < 1) throw new Error(`--${key} must be a positive integer`);
+    return value;
+  };
+  const tickets = num('tickets', 1_000);
+  return {
+    buyers: num('buyers', 20_000),
+    joinSeconds: num('join-seconds', 10),
+    tickets,
+    baselineAttempts: num('baseline-attempts', 2 * tickets),
+    skipBaseline: flags.get('skip-baseline') === 'true',
+    maxSeconds: num('max-seconds', 600),
+    name: flags.get('name') ?? `crowd-${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}`,
+  };
+}
+
+interface Turn {
+  token: string;
+  status: 'waiting' | 'admitted' | 'reserving' | 'used' | 'expired' | 'sold_out';
+  position: number;
+  admittedAt: string | null;
+  pollAfterMs: number;
+}
+
+/** What one buyer lived through. */
+interface BuyerTrace {
+  index: number;
+  joinSentAt: number;
+  joinDoneAt: number | null;
+  joinMs: number | null;
+  polls: number;
+  admittedAtMs: number | null;
+  soldOutSeenAt: number | null;
+  expired: boolean;
+  reserveMs: number | null;
+  reserveCode: string | null;
+  reservedAt: number | null;
+  saleId: string | null;
+  payStartedAt: number | null;
+  payCode: string | null;
+  /** Why the buyer stopped following the room, when an answer made it give up. */
+  gaveUp?: string;
+  /** 5xx answers by step ("join", "poll", "reserve", "pay"). */
+  serverErrors: Record<string, number>;
+}
+
+const args = parseArgs(process.argv.slice(3));
+const POOL_MAX = Number(process.env.BENCH_POOL_MAX ?? 20);
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/ticketing_bench_test';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
+const started = Date.now();
+const log = (line: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(3)}s] ${line}`);
+const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+const stack = await startBenchStack({
+  databaseUrl: DATABASE_URL,
+  redisUrl: REDIS_URL,
+  poolMax: POOL_MAX,
+  temporalMode: 'file',
+  log,
+});
+process.once('SIGINT', () => void stack.stop().finally(() => process.exit(130)));
+const pool = new pg.Pool({ connectionString: DATABASE_URL, max: POOL_MAX });
+const orm = await initOrm({ databaseUrl: DATABASE_URL, poolMax: POOL_MAX });
+const redis = new Redis(REDIS_URL);
+const { client: temporal, connection } = await connectTemporalClient({
+  TEMPORAL_ADDRESS: stack.temporalAddress,
+  TEMPORAL_NAMESPACE: 'default',
+});
+const http = new HttpClient(stack.apiUrl, 512);
+/** Long polls hold a connection each while they wait: a pool as large as the crowd, as browsers have. */
+const waitHttp = new HttpClient(stack.apiUrl, args.buyers + 64);
+/** How long each standing request may wait (GET /queue?waitMs=): one request per buyer per ~20 s while nothing changes. */
+const LONG_POLL_MS = 20_000;
+const pids = {
+  api: stack.processes.api.child.pid,
+  worker: stack.processes.worker.child.pid,
+  temporal: stack.processes.temporal.child.pid,
+  sandbox: stack.processes.sandbox.child.pid,
+  loadGenerator: process.pid,
+};
+
+/** The API's own count of requests it shed (ticketing_http_requests_shed_total, every trigger). */
+async function apiShedTotal(): Promise<number> {
+  const metrics = await http.request('GET', '/metrics');
+  const text = typeof metrics.body === 'string' ? metrics.body : '';
+  return [...text.matchAll(/^ticketing_http_requests_shed_total\{[^}]*\} (\d+(?:\.\d+)?)$/gm)].reduce(
+    (sum, match) => sum + Number(match[1]),
+    0,
+  );
+}
+
+/** Sends until the answer is not a 503/429 with Retry-After (a browser waits and asks again), before `deadline`. */
+async function asBrowser(send: () => Promise<HttpResult>, deadline: number, onServerError: () => void) {
+  for (;;) {
+    const result = await send();
+    if (result.status >= 500 || result.networkError) onServerError();
+    const retry = result.status === 503 || result.status === 429;
+    const waitMs = Number(result.retryAfter ?? 1) * 1000;
+    if (!retry || Date.now() + waitMs >= deadline) return result;
+    await sleep(waitMs);
+  }
+}
+
+/**
+ * Admissions out of join order: an admitted buyer B counts when some buyer A whose join had been answered before
+ * B's join was sent (A surely joined first) was admitted after B, or never.
+ */
+function fairnessInversions(buyers: readonly BuyerTrace[]): number {
+  const joined = buyers.filter((b) => b.joinDoneAt !== null).sort((a, b) => a.joinDoneAt! - b.joinDoneAt!);
+  const admitted = buyers.filter((b) => b.admittedAtMs !== null).sort((a, b) => a.joinSentAt - b.joinSentAt);
+  let pointer = 0;
+  let latestEarlierAdmission = Number.NEGATIVE_INFINITY;
+  let inversions = 0;
+  for (const buyer of admitted) {
+    while (pointer < joined.length && joined[pointer]!.joinDoneAt! < buyer.joinSentAt) {
+      const earlier = joined[pointer]!;
+      // Never admitted while still in line (not left expired): later than anyone.
+      const at = earlier.admittedAtMs ?? (earlier.expired ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY);
+      latestEarlierAdmission = Math.max(latestEarlierAdmission, at);
+      pointer += 1;
+    }
+    if (latestEarlierAdmission > buyer.admittedAtMs!) inversions += 1;
+  }
+  return inversions;
+}
+
+const results: Record<string, unknown> = {};
+let exitCode = 0;
+try {
+  log('waiting for the worker (workflow bundle) and warming up');
+  await temporal.workflow.execute('healthProbe', {
+    taskQueue: BENCH_TASK_QUEUE,
+    workflowId: healthProbeWorkflowId(randomUUID()),
+    workflowExecutionTimeout: '120 seconds',
+  });
+  const organizer = await createOrganizer(orm.em.fork());
+  const ctx: BenchContext = { pool, orm, temporal, http, apiKey: organizer.key, env: stack.env, log };
+  await reserveRun(ctx, { label: 'warmup', capacity: 50, connections: 10, attempts: 80, maxMs: 60_000 });
+
+  // ---------------------------------------------------------------- baseline: the card flash sale, no crowd
+  let ceiling: number | null = null;
+  if (!args.skipBaseline) {
+    log(`baseline: card flash sale without a room, ${args.tickets} tickets, ${args.baselineAttempts} attempts`);
+    const before = cpuSnapshot(pids);
+    const flash = await reserveRun(ctx, {
+      label: 'baseline',
+      capacity: args.tickets,
+      connections: 200,
+      attempts: args.baselineAttempts,
+      maxMs: 120_000,
+    });
+    const confirm = await confirmRun(ctx, flash.event, flash.reserved, { connections: 50, maxMs: 60_000 });
+    const { paidSaleIds: _paid, ...confirmResult } = confirm;
+    ceiling = confirm.confirmationsPerSecond;
+    results.baseline = {
+      flashSale: flash.run,
+      confirm: confirmResult,
+      cpuCores: cpuBetween(before, cpuSnapshot(pids)),
+    };
+    log(
+      `  reserved ${flash.run.reservations} (p99 ${flash.run.reservedLatencyMs.p99} ms, shed ${flash.run.errorsByCode['SERVICE_UNAVAILABLE:overloaded'] ?? 0}); confirmed ${confirm.confirmed} at ${confirm.confirmationsPerSecond}/s`,
+    );
+    await sleep(3_000);
+  }
+
+  // ---------------------------------------------------------------- the crowd
+  const event = await publishEvent(http, organizer.key, {
+    name: `crowd ${randomUUID().slice(0, 6)}`,
+    capacity: args.tickets,
+    maxPerOrder: 1,
+    date: { virtualQueue: true },
+  });
+  log(`crowd: ${args.buyers} buyers join within ${args.joinSeconds} s for ${args.tickets} tickets (setting up)`);
+  const buyers = await createBuyers(pool, 'crowd', args.buyers);
+  const tokens = await cardTokens(stack.env, args.tickets);
+  let nextToken = 0;
+  const body = orderBody(event);
+  const shedBefore = await apiShedTotal();
+  const before = cpuSnapshot(pids);
+  const crowdStarted = Date.now();
+  const deadline = crowdStarted + args.maxSeconds * 1000;
+  const joinSpacingMs = (args.joinSeconds * 1000) / args.buyers;
+  const traces: BuyerTrace[] = [];
+
+  // Once a second: the room's knobs and counts, and the API's shed count (does admission slow before shedding?).
+  const timeline: Array<Record<string, number>> = [];
+  const keys = roomKeys(event.eventDateId);
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      const [knobs, waiting, active] = await Promise.all([
+        redis.hgetall(keys.knobs),
+        redis.zcard(keys.waiting),
+        redis.zcard(keys.active),
+      ]);
+      timeline.push({
+        atS: round((Date.now() - crowdStarted) / 1000),
+        targetActive: Number(knobs.target ?? 0),
+        admitPerSecond: Number(knobs.rate ?? 0),
+        measuredAdmissionsPerSecond: Number(knobs.admissionRate ?? 0),
+        obtainable: Number(knobs.obtainable ?? 0),
+        soldOut: Number(knobs.soldOut ?? 0),
+        admittedTotal: Number(knobs.admittedTotal ?? 0),
+        waiting,
+        active,
+        shed: (await apiShedTotal().catch(() => shedBefore)) - shedBefore,
+      });
+      await sleep(1_000);
+    }
+  })();
+
+  const progress = setInterval(() => {
+    const admitted = traces.filter((t) => t.admittedAtMs !== null).length;
+    const reserved = traces.filter((t) => t.saleId !== null).length;
+    const soldOut = traces.filter((t) => t.soldOutSeenAt !== null).length;
+    const gave = traces.filter((t) => t.gaveUp).length;
+    log(
+      `    joined ${traces.length}, admitted ${admitted}, reserved ${reserved}, told sold out ${soldOut}, gave up ${gave}`,
+    );
+  }, 10_000);
+
+  const follow = async (index: number): Promise<void> => {
+    await sleep(Math.max(0, crowdStarted + index * joinSpacingMs - Date.now()));
+    const buyer = buyers[index]!;
+    const address = `10.${(index >> 16) & 255}.${(index >> 8) & 255}.${index & 255}`;
+    const trace: BuyerTrace = {
+      index,
+      joinSentAt: Date.now(),
+      joinDoneAt: null,
+      joinMs: null,
+      polls: 0,
+      admittedAtMs: null,
+      soldOutSeenAt: null,
+      expired: false,
+      reserveMs: null,
+      reserveCode: null,
+      reservedAt: null,
+      saleId: null,
+      payStartedAt: null,
+      payCode: null,
+      serverErrors: {},
+    };
+    traces.push(trace);
+    const serverError = (step: string) => () => {
+      trace.serverErrors[step] = (trace.serverErrors[step] ?? 0) + 1;
+    };
+    const headers = { 'x-forwarded-for': address, 'x-customer-session': buyer.token };
+    const joined = await asBrowser(
+      () => http.request('POST', `/api/public/queue/${event.eventDateId}`, { headers }),
+      deadline,
+      serverError('join'),
+    );
+    if (joined.status !== 200) {
+      const error = errorOf(joined);
+      trace.gaveUp = `join:${error.code}${error.reason ? `:${error.reason}` : ''}`;
+      return;
+    }
+    trace.joinDoneAt = Date.now();
+    trace.joinMs = joined.ms;
+    let turn = (joined.body as { data: Turn }).data;
+    while (turn.status === 'waiting' || turn.status === 'reserving') {
+      if (Date.now() >= deadline) return;
+      const polled = await asBrowser(
+        () =>
+          waitHttp.request(
+            'GET',
+            `/api/public/queue/${event.eventDateId}?token=${encodeURIComponent(turn.token)}&waitMs=${LONG_POLL_MS}`,
+            { headers: { 'x-forwarded-for': address }, timeoutMs: LONG_POLL_MS + 30_000 },
+          ),
+        deadline,
+        serverError('poll'),
+      );
+      trace.polls += 1;
+      if (polled.status !== 200) {
+        const error = errorOf(polled);
+        trace.gaveUp = `poll:${error.code}${error.reason ? `:${error.reason}` : ''}`;
+        return;
+      }
+      turn = (polled.body as { data: Turn }).data;
+    }
+    if (turn.status === 'sold_out') {
+      trace.soldOutSeenAt = Date.now();
+      return;
+    }
+    if (turn.status === 'expired') {
+      trace.expired = true;
+      return;
+    }
+    if (turn.status !== 'admitted') return;
+    trace.admittedAtMs = turn.admittedAt ? Date.parse(turn.admittedAt) : Date.now();
+    const reserved = await asBrowser(
+      () =>
+        http.request('POST', '/api/v1/customer/orders', {
+          headers: { ...headers, 'x-queue-token': turn.token },
+          body,
+          timeoutMs: 180_000,
+        }),
+      deadline,
+      serverError('reserve'),
+    );
+    trace.reserveMs = reserved.ms;
+    if (reserved.status !== 201) {
+      const error = errorOf(reserved);
+      trace.reserveCode = `${error.code}${error.reason ? `:${error.reason}` : ''}`;
+      return;
+    }
+    trace.reserveCode = 'created';
+    trace.reservedAt = Date.now();
+    const saleId = (reserved.body as { data: { saleId: string } }).data.saleId;
+    trace.saleId = saleId;
+    const sessionHeaders = { 'x-customer-session': buyer.token, 'x-forwarded-for': address };
+    trace.payStartedAt = Date.now();
+    const opened = await asBrowser(
+      () => http.request('POST', `/api/v1/customer/orders/${saleId}/payment`, { headers: sessionHeaders }),
+      deadline,
+      serverError('pay'),
+    );
+    if (opened.status !== 200) {
+      trace.payCode = `open:${errorOf(opened).code}`;
+      return;
+    }
+    const token = tokens[nextToken++];
+    const charged = await asBrowser(
+      () =>
+        http.request('POST', `/api/v1/customer/orders/${saleId}/payment/card`, {
+          headers: sessionHeaders,
+          body: { token },
+          timeoutMs: 180_000,
+        }),
+      deadline,
+      serverError('pay'),
+    );
+    trace.payCode = charged.status === 200 ? 'charged' : `charge:${errorOf(charged).code}`;
+  };
+  await Promise.all(Array.from({ length: args.buyers }, (_, index) => follow(index)));
+  clearInterval(progress);
+  const paid = traces.filter((t) => t.payCode === 'charged').map((t) => t.saleId!);
+  await pollUntil(
+    async () =>
+      Number(
+        (
+          await pool.query<{ n: string }>(
+            `select count(*) as n from sales where id = any($1::uuid[]) and status = 'CONFIRMED'`,
+            [paid],
+          )
+        ).rows[0]?.n ?? 0,
+      ) >= paid.length,
+    120_000,
+    200,
+  );
+  sampling = false;
+  await sampler;
+  const cpuCores = cpuBetween(before, cpuSnapshot(pids));
+  const confirmedRows = (
+    await pool.query<{ id: string; confirmed_at: Date }>(
+      `select id, confirmed_at from sales where id = any($1::uuid[]) and status = 'CONFIRMED'`,
+      [paid],
+    )
+  ).rows;
+  const confirmedAt = new Map(confirmedRows.map((row) => [row.id, row.confirmed_at.getTime()]));
+  const invariants = await invariantsOf(ctx, event, true);
+
+  // Admitted turns whose deadline passed but that are still admitted or claimed: every unused turn must expire.
+  const now = Date.now();
+  const pastDeadline = await redis.zrangebyscore(keys.active, '-inf', now);
+  let unexpiredPastDeadline = 0;
+  for (const token of pastDeadline) {
+    const state = await redis.hget(`${keys.prefix}t:${token}`, 's');
+    if (state === 'A' || state === 'C') unexpiredPastDeadline += 1;
+  }
+  const knobs = await redis.hgetall(keys.knobs);
+
+  const joinedTraces = traces.filter((t) => t.joinMs !== null);
+  const admitted = traces.filter((t) => t.admittedAtMs !== null);
+  const reservedTraces = traces.filter((t) => t.reservedAt !== null);
+  const lastReservationAt = Math.max(0, ...reservedTraces.map((t) => t.reservedAt!));
+  const soldOutNotices = traces
+    .filter((t) => t.soldOutSeenAt !== null)
+    .map((t) => Math.max(0, t.soldOutSeenAt! - lastReservationAt));
+  const paymentToConfirmed = traces
+    .filter((t) => t.saleId && confirmedAt.has(t.saleId) && t.payStartedAt)
+    .map((t) => confirmedAt.get(t.saleId!)! - t.payStartedAt!);
+  const firstAdmission = Math.min(...admitted.map((t) => t.admittedAtMs!));
+  const lastConfirmed = Math.max(0, ...confirmedAt.values());
+  const sellOutRate =
+    confirmedAt.size > 0 ? round((confirmedAt.size * 1000) / Math.max(1, lastConfirmed - firstAdmission)) : 0;
+  const serverErrors: Record<string, number> = {};
+  for (const trace of traces) {
+    for (const [step, n] of Object.entries(trace.serverErrors)) serverErrors[step] = (serverErrors[step] ?? 0) + n;
+  }
+  const reserveCodes: Record<string, number> = {};
+  for (const trace of admitted) {
+    const code = trace.reserveCode ?? 'none';
+    reserveCodes[code] = (reserveCodes[code] ?? 0) + 1;
+  }
+  const inversions = fairnessInversions(traces);
+  const gaveUp: Record<string, number> = {};
+  for (const trace of traces) if (trace.gaveUp) gaveUp[trace.gaveUp] = (gaveUp[trace.gaveUp] ?? 0) + 1;
+  const crowd = {
+    buyers: args.buyers,
+    joinSeconds: args.joinSeconds,
+    tickets: args.tickets,
+    durationMs: Date.now() - crowdStarted,
+    joined: joinedTraces.length,
+    joinLatencyMs: summarize(joinedTraces.map((t) => t.joinMs!)),
+    polls: traces.reduce((sum, t) => sum + t.polls, 0),
+    serverErrorsByStep: serverErrors,
+    gaveUpBy: gaveUp,
+    admitted: admitted.length,
+    expiredWhileWaiting: traces.filter((t) => t.expired).length,
+    reservationAnswers: reserveCodes,
+    reservationLatencyMs: summarize(admitted.filter((t) => t.reserveMs !== null).map((t) => t.reserveMs!)),
+    paid: paid.length,
+    confirmed: confirmedAt.size,
+    paymentToConfirmedMs: summarize(paymentToConfirmed),
+    sellOutConfirmationsPerSecond: sellOutRate,
+    baselineConfirmationsPerSecond: ceiling,
+    sellOutShareOfCeiling: ceiling ? round(sellOutRate / ceiling, 2) : null,
+    fairness: {
+      admissions: admitted.length,
+      outOfOrder: inversions,
+      share: round(inversions / Math.max(1, admitted.length), 4),
+    },
+    soldOutNotice: { buyers: soldOutNotices.length, latencyMs: summarize(soldOutNotices) },
+    stillWaitingAtEnd: traces.filter(
+      (t) => t.joinDoneAt !== null && t.admittedAtMs === null && t.soldOutSeenAt === null && !t.expired,
+    ).length,
+    soldMinusCapacity: invariants.soldMinusCapacity,
+    approvedPayments: invariants.approvedPayments,
+    approvedUnconfirmed: invariants.approvedUnconfirmed,
+    invariantViolations: invariants.violations,
+    unusedTurnsPastDeadlineNotExpired: unexpiredPastDeadline,
+    turnsExpired: Number(knobs.expired ?? 0),
+    apiShed: (await apiShedTotal()) - shedBefore,
+    cpuCores,
+    timeline,
+  };
+  results.crowd = crowd;
+  const p = (value: number, goal: number) => (value <= goal ? 'yes' : 'NO');
+  const targets: Array<[string, string, string, string]> = [
+    ['join p99', `${crowd.joinLatencyMs.p99} ms`, '≤ 100 ms', p(crowd.joinLatencyMs.p99, 100)],
+    [
+      '5xx for buyers who follow the room',
+      JSON.stringify(serverErrors),
+      '0',
+      Object.keys(serverErrors).length === 0 ? 'yes' : 'NO',
+    ],
+    [
+      'reservation p99 (admitted)',
+      `${crowd.reservationLatencyMs.p99} ms`,
+      '≤ 1000 ms',
+      p(crowd.reservationLatencyMs.p99, 1000),
+    ],
+    [
+      'payment → CONFIRMED p95',
+      `${crowd.paymentToConfirmedMs.p95} ms`,
+      '≤ 1000 ms',
+      p(crowd.paymentToConfirmedMs.p95, 1000),
+    ],
+    [
+      'sell-out rate vs ceiling',
+      `${sellOutRate}/s vs ${ceiling ?? 'n/a'}/s`,
+      '≥ 90%',
+      crowd.sellOutShareOfCeiling === null ? '—' : crowd.sellOutShareOfCeiling >= 0.9 ? 'yes' : 'NO',
+    ],
+    [
+      'admissions out of join order',
+      `${inversions} of ${admitted.length}`,
+      '≤ 1%',
+      crowd.fairness.share <= 0.01 ? 'yes' : 'NO',
+    ],
+    [
+      'sold-out notice (max, p95)',
+      `${crowd.soldOutNotice.latencyMs.max} ms, ${crowd.soldOutNotice.latencyMs.p95} ms (${soldOutNotices.length} buyers)`,
+      '≤ 1000 ms',
+      p(crowd.soldOutNotice.latencyMs.max, 1000),
+    ],
+    ['oversold', String(invariants.soldMinusCapacity), '0', invariants.soldMinusCapacity <= 0 ? 'yes' : 'NO'],
+    [
+      'approved unconfirmed',
+      String(invariants.approvedUnconfirmed),
+      '0',
+      invariants.approvedUnconfirmed === 0 ? 'yes' : 'NO',
+    ],
+    [
+      'unused turns past deadline not expired',
+      String(unexpiredPastDeadline),
+      '0',
+      unexpiredPastDeadline === 0 ? 'yes' : 'NO',
+    ],
+  ];
+  results.targets = targets.map(([name, value, goal, met]) => ({ name, value, goal, met }));
+  console.log(`\n${table(['target', 'value', 'goal', 'met'], targets)}\n`);
+  log(
+    `crowd: gave up ${JSON.stringify(gaveUp)}; joined ${crowd.joined}, admitted ${crowd.admitted}, confirmed ${crowd.confirmed}, told sold out ${soldOutNotices.length}, still waiting ${crowd.stillWaitingAtEnd}, shed ${crowd.apiShed}; CPU ${JSON.stringify(cpuCores)}`,
+  );
+} catch (error) {
+  exitCode = 1;
+  console.error(error);
+  results.error = error instanceof Error ? error.stack : String(error);
+}
+
+saveResults(args.name, {
+  name: args.name,
+  startedAt: new Date(started).toISOString(),
+  durationS: Math.round((Date.now() - started) / 1000),
+  args,
+  machine: machineFacts(),
+  peakRssMb: { api: memoryOf(pids.api)?.peakMb ?? null, worker: memoryOf(pids.worker)?.peakMb ?? null },
+  ...results,
+});
+http.close();
+waitHttp.close();
+redis.disconnect();
+await connection.close();
+await orm.close(true);
+await pool.end();
+await stack.stop();
+process.exit(exitCode);

@@ -1,0 +1,210 @@
+/**
+ * One scripted story on the real checkout code and a local Temporal server: a card charged as a local activity inside
+ * the pay update (LOCAL_CARD_CHARGE) whose workflow task is lost. The gateway approves the charge, then the worker's
+ * process stalls (a starved box) for longer than the workflow task timeout, so the task never completes and the
+ * server drops the update with it: the execution never hears of the charge. The payment window then ends, and the
+ * reconciler asks the checkout to check the sale, as its gateway sweep does for a closed sale with an opened attempt.
+ * The approved payment must end as the payment of a CONFIRMED sale or refunded (world.ts `violations`).
+ *
+ *   tsx test/simulation/run-lost-local-charge.ts
+ *
+ * Prints one JSON line on stdout: { updateOutcome, updateInHistory, violations, story }.
+ */
+import { Context } from '@temporalio/activity';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { workerTracingOptions } from '../../observability/temporal-tracing.js';
+import { temporalBinary } from '../../scripts/support/temporal.js';
+import { createProviderWorker } from '../../worker/provider-worker.js';
+import { buildWorkflowBundleCode } from '../../worker/workflow-bundle.js';
+import type { checkout } from '../../workflows/checkout.js';
+import {
+  type CheckoutInput,
+  chargeCardUpdate,
+  checkoutWorkflowId,
+  checkPaymentSignal,
+  type PaymentNotification,
+  reserveUpdate,
+  SA,
+} from '../../workflows/definitions.js';
+import { seededRandom, World } from './world.js';
+
+const TASK_QUEUE = 'lost-local-charge';
+const WORKFLOW_TASK_TIMEOUT_MS = 1_000;
+/** Longer than the workflow task timeout and its heartbeat: the task holding the local charge is lost. */
+const STALL_MS = 3_000;
+const DATABASE_BACK_AFTER_STALL_MS = 1_500;
+const WINDOW_MS = 1_500;
+let stalled = false;
+const NO_FAULTS = { gateway: 0, lostChargeAnswer: 0, database: 0, slowRefund: 0, slowOpen: 0 };
+
+const saleId = '00000000-0000-4000-8000-00000000c4a2';
+const world = new World(1, 'GATEWAY_A', false, seededRandom(1), NO_FAULTS, 1);
+
+/** The checkout's activities, answered by the world (names and shapes as in activities/, as run-simulation.ts does). */
+const activities = {
+  reserveSale: async (input: { request: Parameters<World['reserveSale']>[1] }) =>
+    world.reserveSale(saleId, input.request),
+  readSaleSnapshot: async () => world.readSaleSnapshot(),
+  confirmSale: async (input: { paymentRef: string | null; queueTicketEmail?: boolean }) =>
+    world.confirmSale(input.paymentRef, input.queueTicketEmail === true),
+  closeUnpaidSale: async (input: { to: 'ABANDONED' | 'CANCELLED' }) => world.closeUnpaidSale(input.to),
+  confirmLatePayment: async (input: { paymentRef: string | null; queueTicketEmail?: boolean }) =>
+    world.confirmLatePayment(input.paymentRef, input.queueTicketEmail === true),
+  recordPaymentStatus: async () => undefined,
+  flagGatewayBRenotification: async () => ({ flagged: false }),
+  recordAttempt: async (input: { kind: string; dedupeKey: string | null; providerPaymentId: string | null }) =>
+    world.recordAttempt(input.kind, input.dedupeKey, input.providerPaymentId),
+  markAttempt: async () => undefined,
+  recordRefundRefused: async (input: { providerPaymentId: string | null }) =>
+    world.recordRefundRefused(input.providerPaymentId),
+  choosePaymentRail: async () => ({ gateway: 'GATEWAY_A' as const, gatewayBOnly: false, eligibleForB: true }),
+  buildPaymentConfiguration: async () => ({
+    gateway: 'GATEWAY_A' as const,
+    publicKey: 'simulated',
+    amount: 1,
+    currency: 'COP',
+    reference: world.sale?.reference ?? '',
+    payerEmail: 'buyer@simulation.test',
+  }),
+  chargeCard: async (input: { request: { cardToken: string }; recordBeforeCharging?: boolean }) => {
+    // As activities/payments.ts: the charge is recorded as leaving before the gateway is called.
+    if (input.recordBeforeCharging) world.recordAttempt('CARD', `card-charging:${input.request.cardToken}`, null);
+    const payment = world.chargeCard(input.request.cardToken);
+    if (Context.current().info.isLocal && !stalled) {
+      stalled = true;
+      world.note(`local charge ${payment.id} answered; the worker stalls ${STALL_MS} ms before its task completes`);
+      // Right after this answer has left for the SDK's core (a task, not a microtask, later): the whole process stops,
+      // as on a box with no CPU left, while the workflow task waits for the workflow to take the answer. No local
+      // activity is running any more, so nothing heartbeats the task: it times out, and the update goes with it.
+      setTimeout(() => {
+        // The database is gone as long, and a little longer: the lost task's next step (recording the charge's
+        // answer) never commits, as when the worker itself dies.
+        world.databaseDownUntilMs = Date.now() + STALL_MS + DATABASE_BACK_AFTER_STALL_MS;
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, STALL_MS);
+      }, 0);
+    }
+    return payment;
+  },
+  openPsePayment: async () => world.openPsePayment(),
+  readPayment: async (input: { notification: PaymentNotification }) => world.readPayment(input.notification),
+  findSalePayments: async () => world.findSalePayments(),
+  refundPayment: async (input: { providerPaymentId: string | null }) => world.refundPayment(input.providerPaymentId),
+  bookSaleSeats: async () => world.bookSaleSeats(),
+  releaseSaleSeats: async () => world.releaseSaleSeats(),
+  releaseBookedSeats: async () => world.releaseBookedSeats(),
+  emailTickets: async () => world.emailTickets(),
+};
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+Runtime.install({ logger: new DefaultLogger('ERROR') });
+const env = await TestWorkflowEnvironment.createLocal({
+  server: {
+    executable: { type: 'existing-path', path: temporalBinary() },
+    searchAttributes: Object.values(SA),
+    ui: false,
+  },
+});
+const { sinks } = workerTracingOptions(null);
+const workers = await Promise.all([
+  Worker.create({
+    connection: env.nativeConnection,
+    taskQueue: TASK_QUEUE,
+    workflowBundle: { code: await buildWorkflowBundleCode() },
+    activities,
+    sinks,
+  }),
+  createProviderWorker({ connection: env.nativeConnection, taskQueue: TASK_QUEUE, activities }),
+]);
+const running = workers.map((worker) => worker.run());
+const client = env.client;
+const workflowId = checkoutWorkflowId(saleId);
+
+const input: CheckoutInput = {
+  saleId,
+  latePaymentGraceMs: 500,
+  paymentPollMs: 200,
+  refundCheckMs: 40,
+  reserveTimeoutMs: 10_000,
+  localCardChargeTimeoutMs: 10_000,
+};
+const start = new WithStartWorkflowOperation<typeof checkout>('checkout', {
+  workflowId,
+  taskQueue: TASK_QUEUE,
+  args: [input],
+  workflowIdConflictPolicy: 'FAIL',
+  workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT_MS,
+});
+await client.workflow.executeUpdateWithStart(reserveUpdate, {
+  startWorkflowOperation: start,
+  args: [
+    {
+      origin: 'CUSTOMER',
+      channel: 'WEB',
+      pinnedWorkspaceId: null,
+      eventDateId: 'simulated-date',
+      ticketTypeId: 'simulated-type',
+      quantity: 1,
+      seats: null,
+      holdToken: null,
+      discountCode: null,
+      buyerId: null,
+      buyerEmail: 'buyer@simulation.test',
+      buyer: { name: 'Simulated Buyer', phone: null, idType: null, idNumber: null, nitDigit: null },
+      returnUrl: null,
+      confirmImmediately: false,
+      complimentary: false,
+      paymentWindowMs: WINDOW_MS,
+    },
+  ],
+});
+
+const began = Date.now();
+const charging = client.workflow
+  .getHandle<typeof checkout>(workflowId)
+  .executeUpdate(chargeCardUpdate, { args: [{ cardToken: 'APRO#1', paymentMethodId: null, installments: 1 }] })
+  .then(
+    (answer) => `answered: ${JSON.stringify(answer)}`,
+    (error: unknown) => `failed: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
+  );
+const updateOutcome = await charging;
+
+// After the window and the grace period: the reconciler's gateway check of a sale closed with an opened attempt.
+await sleep(Math.max(0, WINDOW_MS + 1_000 - (Date.now() - began)));
+await client.workflow.signalWithStart<typeof checkout, [{ source: 'buyer' | 'reconciler' | 'operator' }]>('checkout', {
+  workflowId,
+  taskQueue: TASK_QUEUE,
+  args: [{ ...input, resumeAfterClose: true }],
+  workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT_MS,
+  signal: checkPaymentSignal,
+  signalArgs: [{ source: 'reconciler' }],
+});
+const violations: string[] = [];
+const outcome = await Promise.race([
+  client.workflow
+    .getHandle(workflowId)
+    .result()
+    .then(
+      () => 'completed',
+      (error: unknown) => `failed: ${String(error)}`,
+    ),
+  sleep(60_000).then(() => 'stuck'),
+]);
+if (outcome !== 'completed') violations.push(`the latest execution ${outcome}`);
+const runs = client.workflow.list({ query: `WorkflowId = '${workflowId}'` });
+let updateInHistory = false;
+for await (const run of runs) {
+  const history = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
+  updateInHistory ||= (history.events ?? []).some(
+    (event) => event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'chargeCard',
+  );
+}
+violations.push(...world.violations());
+
+for (const worker of workers) worker.shutdown();
+await Promise.all(running);
+await env.teardown();
+console.log(JSON.stringify({ updateOutcome, updateInHistory, violations, story: world.log }));
+process.exit(0);

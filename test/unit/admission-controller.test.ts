@@ -1,0 +1,172 @@
+/**
+ * The waiting room's admission controller: admission follows measured health, slows before the stack sheds, and
+ * stays within the organizer's floor and ceiling.
+ */
+import {
+  type AdmissionLimits,
+  DEFAULT_ADMISSION_LIMITS,
+  estimatedWaitSeconds,
+  initialAdmission,
+  judgeHealth,
+  nextAdmission,
+  type StackHealth,
+} from '../../api/services/admission-controller.js';
+import { admissionBounds, isSoldOut, SOLD_OUT_HORIZON_MS } from '../../api/services/waiting-room-ticker.js';
+
+const healthy: StackHealth = {
+  reservationP90Ms: 120,
+  shedSinceLastTick: 0,
+  eventLoopUtilization: 0.3,
+  eventLoopDelayMs: 5,
+  taskBacklog: 3,
+};
+const limits: AdmissionLimits = {
+  ...DEFAULT_ADMISSION_LIMITS,
+  shedEventLoopUtilization: 0.98,
+  shedEventLoopDelayMs: 500,
+};
+const bounds = { floor: 10, ceiling: 200 };
+
+describe('admission controller', () => {
+  test('grows while healthy and the active slots are what hold waiting buyers back', () => {
+    const next = nextAdmission(
+      { targetActive: 50, admitPerSecond: 10 },
+      { health: healthy, active: 48, waiting: 100, stockBound: false, bounds, limits },
+    );
+    expect(next).toEqual({ verdict: 'grow', targetActive: 55, admitPerSecond: 12 });
+  });
+
+  test('raises only the rate while slots are free but the admission rate holds waiting buyers back', () => {
+    const next = nextAdmission(
+      { targetActive: 50, admitPerSecond: 10 },
+      { health: healthy, active: 10, waiting: 100, stockBound: false, bounds, limits },
+    );
+    expect(next).toEqual({ verdict: 'grow', targetActive: 50, admitPerSecond: 12 });
+  });
+
+  test('holds while healthy but nobody waits, or stock is what caps admission', () => {
+    for (const room of [
+      { active: 48, waiting: 0, stockBound: false },
+      { active: 48, waiting: 100, stockBound: true },
+    ]) {
+      const next = nextAdmission(
+        { targetActive: 50, admitPerSecond: 10 },
+        { health: healthy, ...room, bounds, limits },
+      );
+      expect(next).toEqual({ verdict: 'hold', targetActive: 50, admitPerSecond: 10 });
+    }
+  });
+
+  test('halves on any shed request', () => {
+    const next = nextAdmission(
+      { targetActive: 100, admitPerSecond: 40 },
+      { health: { ...healthy, shedSinceLastTick: 1 }, active: 100, waiting: 100, stockBound: false, bounds, limits },
+    );
+    expect(next).toEqual({ verdict: 'shed', targetActive: 50, admitPerSecond: 20 });
+  });
+
+  test('slows before anything sheds: on slow reservations, and on an event loop nearing the shedding threshold', () => {
+    const slowReservations = { ...healthy, reservationP90Ms: limits.reservationLatencyGoalMs + 1 };
+    // Below the shedding threshold (0.98) but above slowAt of it: under-pressure sheds nothing yet.
+    const busyLoop = { ...healthy, eventLoopUtilization: 0.98 * limits.slowAt + 0.01 };
+    const lateLoop = { ...healthy, eventLoopDelayMs: 500 * limits.slowAt + 1 };
+    for (const health of [slowReservations, busyLoop, lateLoop]) {
+      expect(judgeHealth(health, limits)).toBe('strained');
+      const next = nextAdmission(
+        { targetActive: 100, admitPerSecond: 40 },
+        { health, active: 100, waiting: 100, stockBound: false, bounds, limits },
+      );
+      expect(next).toEqual({ verdict: 'strained', targetActive: 80, admitPerSecond: 32 });
+    }
+    expect(judgeHealth(healthy, limits)).toBe('healthy');
+  });
+
+  test("slows while the worker's task backlog is above its goal: new reservations would wait behind it", () => {
+    const backlogged = { ...healthy, taskBacklog: limits.taskBacklogGoal + 1 };
+    expect(judgeHealth(backlogged, limits)).toBe('strained');
+    expect(
+      nextAdmission(
+        { targetActive: 100, admitPerSecond: 40 },
+        { health: backlogged, active: 100, waiting: 100, stockBound: false, bounds, limits },
+      ),
+    ).toEqual({ verdict: 'strained', targetActive: 80, admitPerSecond: 32 });
+    // At the goal, unknown (no sample, Temporal not answering), or the input turned off: not a reason to slow.
+    expect(judgeHealth({ ...healthy, taskBacklog: limits.taskBacklogGoal }, limits)).toBe('healthy');
+    expect(judgeHealth({ ...healthy, taskBacklog: null }, limits)).toBe('healthy');
+    expect(judgeHealth(backlogged, { ...limits, taskBacklogGoal: 0 })).toBe('healthy');
+  });
+
+  test('a backlog that builds up brings admission down to the floor; once drained, admission grows again', () => {
+    let admission = { targetActive: 100, admitPerSecond: 40 };
+    const trace: number[] = [];
+    // Expiring holds flood the queue for 30 ticks, then the worker catches up.
+    for (let tick = 0; tick < 60; tick += 1) {
+      const taskBacklog = tick < 30 ? 150 + tick * 50 : 20;
+      admission = nextAdmission(admission, {
+        health: { ...healthy, taskBacklog },
+        active: admission.targetActive,
+        waiting: 500,
+        stockBound: false,
+        bounds,
+        limits,
+      });
+      trace.push(admission.targetActive);
+    }
+    expect(trace.slice(0, 30)).toEqual([...trace.slice(0, 30)].sort((a, b) => b - a));
+    expect(trace[29]).toBe(bounds.floor);
+    expect(trace[59]).toBeGreaterThan(bounds.floor);
+    expect(trace.slice(30)).toEqual([...trace.slice(30)].sort((a, b) => a - b));
+  });
+
+  test("stays within the organizer's floor and ceiling", () => {
+    const shed = { ...healthy, shedSinceLastTick: 5 };
+    let admission = { targetActive: 40, admitPerSecond: 10 };
+    for (let tick = 0; tick < 20; tick += 1) {
+      admission = nextAdmission(admission, {
+        health: shed,
+        active: 100,
+        waiting: 100,
+        stockBound: false,
+        bounds,
+        limits,
+      });
+    }
+    expect(admission.targetActive).toBe(bounds.floor);
+    expect(admission.admitPerSecond).toBe(limits.minAdmitPerSecond);
+    for (let tick = 0; tick < 200; tick += 1) {
+      admission = nextAdmission(admission, {
+        health: healthy,
+        active: admission.targetActive,
+        waiting: 100,
+        stockBound: false,
+        bounds,
+        limits,
+      });
+    }
+    expect(admission.targetActive).toBe(bounds.ceiling);
+    expect(admission.admitPerSecond).toBe(limits.maxAdmitPerSecond);
+    expect(initialAdmission({ floor: 1, ceiling: 5 }).targetActive).toBe(5);
+  });
+
+  test('an unset floor or ceiling takes the defaults; a floor above the ceiling wins', () => {
+    expect(admissionBounds(null, null)).toEqual({ floor: 10, ceiling: 2_000 });
+    expect(admissionBounds(null, 4)).toEqual({ floor: 4, ceiling: 4 });
+    expect(admissionBounds(50, 20)).toEqual({ floor: 50, ceiling: 50 });
+  });
+
+  test('estimated wait: position over the measured admission rate, never faster than slots turn over', () => {
+    expect(estimatedWaitSeconds(0, { admissionsPerSecond: 5, targetActive: 10, turnSeconds: 120 })).toBe(0);
+    expect(estimatedWaitSeconds(100, { admissionsPerSecond: 5, targetActive: 10, turnSeconds: 120 })).toBe(20);
+    // Nothing admitted lately: each of the 10 slots frees within a 120 s turn at worst.
+    expect(estimatedWaitSeconds(30, { admissionsPerSecond: 0, targetActive: 10, turnSeconds: 120 })).toBe(360);
+  });
+
+  test('sold out only when no unit is on sale, none lapsed, and no hold can come back soon', () => {
+    const now = 1_000_000;
+    expect(isSoldOut({ available: 0, lapsed: 0, nextHoldExpiryMs: null, now })).toBe(true);
+    expect(isSoldOut({ available: 1, lapsed: 0, nextHoldExpiryMs: null, now })).toBe(false);
+    expect(isSoldOut({ available: 0, lapsed: 2, nextHoldExpiryMs: null, now })).toBe(false);
+    expect(isSoldOut({ available: 0, lapsed: 0, nextHoldExpiryMs: now + SOLD_OUT_HORIZON_MS - 1, now })).toBe(false);
+    expect(isSoldOut({ available: 0, lapsed: 0, nextHoldExpiryMs: now + 10 * 60_000, now })).toBe(true);
+  });
+});
