@@ -11,6 +11,8 @@ export interface PaymentAttemptRecord {
   statusDetail: string | null;
   amount: number | null;
   dedupeKey: string | null;
+  /** The idempotency key of the request to the gateway that made this payment (card charges), when there was one. */
+  requestKey?: string | null;
   note: string | null;
 }
 
@@ -20,8 +22,8 @@ export async function recordPaymentAttempt(
   input: PaymentAttemptRecord,
 ): Promise<{ duplicate: boolean }> {
   const rows = await em.execute<{ id: string }[]>(
-    `insert into payment_attempts (id, sale_id, gateway, kind, provider_payment_id, status, status_detail, amount, dedupe_key, note, created_at)
-     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now()) on conflict (dedupe_key) do nothing returning id`,
+    `insert into payment_attempts (id, sale_id, gateway, kind, provider_payment_id, status, status_detail, amount, dedupe_key, request_key, note, created_at)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now()) on conflict (dedupe_key) do nothing returning id`,
     [
       newId(),
       input.saleId,
@@ -32,6 +34,7 @@ export async function recordPaymentAttempt(
       input.statusDetail?.slice(0, 120) ?? null,
       input.amount,
       input.dedupeKey,
+      input.requestKey ?? null,
       input.note?.slice(0, 300) ?? null,
     ],
   );

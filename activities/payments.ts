@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import type { EntityData } from '@mikro-orm/core';
 import { ApplicationFailure } from '@temporalio/activity';
+import { cardChargeKey, cardTokenDigest } from '../domain/card-charge-key.js';
 import { gatewayAChargesIn, saleGateway, workspaceGateway } from '../domain/gateways.js';
 import { isCurrencyCode, toMajorUnits } from '../domain/money.js';
 import { gatewayAVerdict, outcomeOfStatus, type PaymentVerdict, type SaleMoney } from '../domain/payment-verdict.js';
@@ -157,8 +157,8 @@ export function createPaymentActivities(deps: ActivityDeps) {
           'gateway-a:currency_not_supported',
         );
       }
-      const tokenDigest = createHash('sha256').update(input.request.cardToken).digest('hex').slice(0, 24);
-      const chargingKey = `card-charging:${sale.id}-${tokenDigest}`;
+      const requestKey = cardChargeKey(sale.id, input.request.cardToken);
+      const chargingKey = `card-charging:${sale.id}-${cardTokenDigest(input.request.cardToken)}`;
       if (input.recordBeforeCharging) {
         await recordPaymentAttempt(deps.orm.em.fork(), {
           saleId: sale.id,
@@ -169,11 +169,12 @@ export function createPaymentActivities(deps: ActivityDeps) {
           statusDetail: null,
           amount: sale.total,
           dedupeKey: chargingKey,
+          requestKey,
           note: 'a card charge sent to the gateway; its answer is recorded apart',
         });
       }
       const payment = await gatewayA.chargeCard({
-        idempotencyKey: `card-${sale.id}-${tokenDigest}`,
+        idempotencyKey: requestKey,
         cardToken: input.request.cardToken,
         paymentMethodId: input.request.paymentMethodId,
         installments: input.request.installments,
@@ -186,7 +187,7 @@ export function createPaymentActivities(deps: ActivityDeps) {
       });
       if (input.recordAttempt) {
         await deps.orm.em.fork().transactional(async (tx) => {
-          await recordPaymentAttempt(tx, cardChargeAttempt(sale.id, payment));
+          await recordPaymentAttempt(tx, cardChargeAttempt(sale.id, payment, requestKey));
           // The answer's record says as much as the charging one did (an opened CARD attempt) and more: one row a charge.
           if (input.recordBeforeCharging) {
             await tx.execute('delete from payment_attempts where dedupe_key = ?', [chargingKey]);

@@ -50,6 +50,11 @@ export const PaymentAttempt = defineEntity({
     amount: p.integer().nullable(),
     /** Deduplicates notifications: the same provider event recorded twice is one row. */
     dedupeKey: p.string().length(200).nullable().unique(),
+    /**
+     * The idempotency key this service sent the gateway with the request that made the payment (card charges): a
+     * repeated charge request finds the payment it made by it.
+     */
+    requestKey: p.string().length(200).nullable(),
     note: p.string().length(300).nullable(),
     createdAt: p.datetime().columnType('timestamptz'),
   },

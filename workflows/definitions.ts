@@ -90,10 +90,14 @@ export interface CheckoutInput {
  */
 export const CHECKOUTS_STARTED_NOW = {} as const satisfies Partial<CheckoutInput>;
 
-/** A card charge's answer as the sale's payment history records it (the CARD attempt, one per gateway payment). */
+/**
+ * A card charge's answer as the sale's payment history records it (the CARD attempt, one per gateway payment), with the
+ * idempotency key the charge was sent with (`requestKey`).
+ */
 export function cardChargeAttempt(
   saleId: string,
   payment: { id: string; status: string; statusDetail: string | null; amount: number },
+  requestKey: string,
 ) {
   return {
     saleId,
@@ -104,6 +108,7 @@ export function cardChargeAttempt(
     statusDetail: payment.statusDetail,
     amount: payment.amount,
     dedupeKey: `card:${payment.id}`,
+    requestKey,
     note: null,
   };
 }

@@ -7,12 +7,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { FastifyBaseLogger } from 'fastify';
+import { cardChargeKey } from '../../domain/card-charge-key.js';
 import { AppError } from '../../domain/errors.js';
 import { type HostPattern, type ReturnUrlAuthority, returnUrlForOrder } from '../../domain/return-url.js';
 import type { EnterpriseScope } from '../../entities/enterprise.js';
 import type { IEventDate } from '../../entities/event-date.js';
 import { isUuid } from '../../entities/ids.js';
-import { EventDate, Sale } from '../../entities/index.js';
+import { EventDate, PaymentAttempt, Sale } from '../../entities/index.js';
 import type { ISale } from '../../entities/sale.js';
 import {
   type CardChargeRequest,
@@ -183,7 +184,48 @@ export async function openPayment(services: ApiServices, log: FastifyBaseLogger,
   return configuration;
 }
 
-export async function chargeCard(services: ApiServices, log: FastifyBaseLogger, sale: ISale, card: CardChargeRequest) {
+/** What a card charge request answers: the gateway's payment and the sale's status after it. */
+export interface CardChargeAnswer {
+  paymentId: string;
+  paymentStatus: string;
+  statusDetail: string | null;
+  declineCode: string | null;
+  saleStatus: string;
+}
+
+/**
+ * The charge this card token already made on a sale that is no longer pending, or null. A front end that got the
+ * retryable 503 (the pay update's outcome did not reach the API in time) sends the same token again, as the 503 tells
+ * it to; by then the charge may have confirmed the sale, and the answer is that charge, not a refusal. A token that
+ * charged nothing here is refused as before: no second charge is ever made on a sale that is not pending.
+ */
+export async function repeatedCardCharge(
+  em: EntityManager,
+  sale: ISale,
+  cardToken: string,
+): Promise<CardChargeAnswer | null> {
+  if (sale.status === 'PENDING') return null;
+  const charge = await em.findOne(
+    PaymentAttempt,
+    { sale: sale.id, kind: 'CARD', requestKey: cardChargeKey(sale.id, cardToken), providerPaymentId: { $ne: null } },
+    { filters: { tenant: false }, orderBy: { createdAt: 'desc' } },
+  );
+  if (!charge?.providerPaymentId || !charge.status) return null;
+  return {
+    paymentId: charge.providerPaymentId,
+    paymentStatus: charge.status,
+    statusDetail: charge.statusDetail ?? null,
+    declineCode: charge.status === 'rejected' ? (charge.statusDetail ?? null) : null,
+    saleStatus: sale.status,
+  };
+}
+
+export async function chargeCard(
+  services: ApiServices,
+  log: FastifyBaseLogger,
+  sale: ISale,
+  card: CardChargeRequest,
+): Promise<CardChargeAnswer> {
   const result = await updateCheckout(services, log, sale, (handle) =>
     handle.executeUpdate(chargeCardUpdate, { args: [card] }),
   );

@@ -167,6 +167,43 @@ describe('headless checkout with a gateway A card (contract 4.2–4.6)', () => {
     expect(approved.json().data).toMatchObject({ status: 'approved', saleStatus: 'CONFIRMED' });
   });
 
+  test('the same card token sent again after its charge confirmed the sale answers that charge; a new token is refused', async () => {
+    const event = await publishEvent(api, organizer);
+    const token = await signInBuyer(api, uniqueEmail('card-again'));
+    const order = (await reserveOrder(api, token, orderBody(event))).json().data;
+    await api.request({
+      method: 'POST',
+      url: `/api/v1/customer/orders/${order.saleId}/payment`,
+      headers: session(token),
+    });
+    const charge = (card: string) =>
+      api.request({
+        method: 'POST',
+        url: `/api/v1/customer/orders/${order.saleId}/payment/card`,
+        headers: session(token),
+        payload: { token: card },
+      });
+    const card = await cardToken(api, 'APRO');
+    const first = await charge(card);
+    expect(first.json().data).toMatchObject({ status: 'approved', saleStatus: 'CONFIRMED' });
+
+    // What a front end does after the contract's retryable 503: the same token again, after the sale confirmed.
+    const again = await charge(card);
+    expect(again.statusCode).toBe(200);
+    expect(again.json().data).toEqual(first.json().data);
+
+    const other = await charge(await cardToken(api, 'APRO'));
+    expect(other.statusCode).toBe(409);
+    expect(other.json().error).toMatchObject({ code: 'PAYMENT_UNAVAILABLE', details: { reason: 'not_pending' } });
+    const charges = await api.orm.em
+      .fork()
+      .execute<{ provider_payment_id: string }[]>(
+        `select provider_payment_id from payment_attempts where sale_id = ? and kind = 'CARD' and provider_payment_id is not null`,
+        [order.saleId],
+      );
+    expect(charges.map((row) => row.provider_payment_id)).toEqual([first.json().data.paymentId]);
+  });
+
   test('a 100% discount confirms at once with free: true and issues the tickets without a gateway', async () => {
     const event = await publishEvent(api, organizer);
     const discount = await api.request({

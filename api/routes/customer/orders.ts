@@ -35,6 +35,7 @@ import {
   orderReturnUrl,
   paymentReturnTarget,
   releaseOrder,
+  repeatedCardCharge,
   unfinishedOrder,
 } from '../../services/customer-orders.js';
 import type { SessionOrderOutcome } from '../../services/purchase-sessions.js';
@@ -191,8 +192,8 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
   // Parsed once, so a malformed RETURN_URL_ALLOWED_HOSTS stops the start instead of silently dropping return links.
   const serviceReturnUrlHosts = parseHostList(services.env.RETURN_URL_ALLOWED_HOSTS);
 
-  /** The payment POSTs: the sale must be this buyer's and still payable; everything else is the workflow's call. */
-  async function payableSale(
+  /** The sale a payment POST names, when it is this buyer's and the buyer is within the rate limit. */
+  async function ownSale(
     request: Parameters<typeof currentCustomer>[0],
     id: string,
     limit: 'paymentOpen' | 'paymentCard',
@@ -200,6 +201,18 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
     const customer = currentCustomer(request);
     const sale = requireOwnedSale(await findSaleByIdOrReference(request.em, id), customer);
     await enforceRateLimit(request, limit, customer.buyerId);
+    return sale;
+  }
+
+  /** The payment POSTs: the sale must be this buyer's and still payable; everything else is the workflow's call. */
+  async function payableSale(
+    request: Parameters<typeof currentCustomer>[0],
+    id: string,
+    limit: 'paymentOpen' | 'paymentCard',
+    sale?: ISale,
+  ): Promise<ISale> {
+    sale ??= await ownSale(request, id, limit);
+    const customer = currentCustomer(request);
     await assertPayable(
       services,
       request.em,
@@ -409,12 +422,15 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
       },
     },
     async (request) => {
-      const sale = await payableSale(request, request.params.id, 'paymentCard');
-      const result = await chargeCard(services, request.log, sale, {
-        cardToken: request.body.token,
-        paymentMethodId: request.body.paymentMethodId ?? null,
-        installments: request.body.installments,
-      });
+      const owned = await ownSale(request, request.params.id, 'paymentCard');
+      // The same token sent again after its charge confirmed the sale (a retry after the 503) answers that charge.
+      const result =
+        (await repeatedCardCharge(request.em, owned, request.body.token)) ??
+        (await chargeCard(services, request.log, await payableSale(request, request.params.id, 'paymentCard', owned), {
+          cardToken: request.body.token,
+          paymentMethodId: request.body.paymentMethodId ?? null,
+          installments: request.body.installments,
+        }));
       return {
         data: {
           paymentId: result.paymentId,
