@@ -106,8 +106,13 @@ export interface UnappliedAdjustmentSweep {
 
 /** An organizer refund still owed, with what its refund execution is started again with. */
 interface StalledRefundRow {
+  /** The request row's key and time: the walk's position. */
+  id: string;
+  created_at: string;
   sale_id: string;
   note: string | null;
+  /** The organizer's choice of the courtesy email; null on requests recorded before it was kept. */
+  notify_buyer: boolean | null;
   reference: string;
   workspace_id: string;
   event_date_id: string;
@@ -151,6 +156,12 @@ const STRANDED_FULL_PAGES_PER_RUN = 2;
 const STRANDED_HEAD_START_MS = 60 * 60_000;
 /** A Redis that does not answer within this is treated as down for this call: dedupe degrades, the sweep goes on. */
 const REDIS_SOFT_TIMEOUT_MS = 2_000;
+/**
+ * Pages of stalled refunds one run reads at most (each the run's batch size): the rest of the walk from the cursor,
+ * then, when that reached the newest, one from the oldest. A single page would never start over: every run after the
+ * end would read the empty page past the cursor and stop.
+ */
+const STALLED_REFUND_PAGES_PER_RUN = 2;
 /** Rows an operator-facing listing reads per run: the gauge says "at least this many" beyond it. */
 const LISTING_LIMIT = 1_000;
 
@@ -602,23 +613,34 @@ export function createReconcilerActivities(deps: ActivityDeps) {
      * the database write left the money given back and the sale CONFIRMED. Each is started again under its own id: the
      * new execution reads the gateway first (already refunded → not asked again) and records the refund once (REFUND
      * record, REFUNDED, `sale.refunded`). One refused for good is `refund_refused`, not `requested`: an operator's.
-     * The organizer's notifyBuyer choice is not known here, so no courtesy email is sent; the notice is recorded.
+     * The organizer's notifyBuyer choice recorded with the request is passed on (a request recorded before it was
+     * kept gets none: no courtesy email); the notice is recorded either way.
      * Sales of a cancelled event are left to its cancellation (which refunds them in batches and is itself resumed by
      * the reconciler): a refund execution per sale during a long outage would only double its gateway calls.
+     *
+     * The requests are walked in (created_at, id) order from where the last run stopped (`reconciler_cursors`,
+     * `stalled-refunds:<scope>`), at most the batch size a run, starting over from the oldest at the end: those whose
+     * execution still runs are passed over, not read again every run, so however many of them there are the ones
+     * behind them are reached.
      */
     async redriveStalledRefunds(scope: SweepScope): Promise<StalledRefundSweep> {
       const context = Context.current();
-      const stalled = await deps.orm.em.fork().execute<StalledRefundRow[]>(
-        `select a.sale_id, a.note, s.reference, s.workspace_id, s.event_date_id
-           from payment_attempts a join sales s on s.id = a.sale_id
-          where a.kind = 'REFUND' and (a.status is null or a.status not in ${REFUND_DONE_SQL})
-            and a.status = 'requested' and a.dedupe_key like 'refund-request:%'
-            and a.created_at < now() - ? * interval '1 millisecond'
-            and s.status = 'CONFIRMED' and (?::uuid is null or s.workspace_id = ?::uuid)
-            and not exists (select 1 from events e where e.id = s.event_id and e.cancelled_at is not null)
-          order by a.created_at limit ?`,
-        [scope.marginMs, scope.workspaceId, scope.workspaceId, scope.limit],
-      );
+      const stalled: StalledRefundRow[] = [];
+      const walked = await walkFromCursor<StalledRefundRow>(deps.orm, {
+        name: cursorName('stalled-refunds', scope.workspaceId),
+        pageSize: scope.limit,
+        pages: STALLED_REFUND_PAGES_PER_RUN,
+        page: (after, upTo, size) => stalledRefundsPage(scope, after, upTo, size),
+        positionOf: (row) => ({ dueAt: row.created_at, itemId: row.id }),
+        visit: async (page) => {
+          for (const [index, row] of page.entries()) {
+            if (stalled.length >= scope.limit) return index;
+            stalled.push(row);
+          }
+          return page.length;
+        },
+        onPage: () => context.heartbeat(),
+      });
       const result: StalledRefundSweep = { redriven: 0, stillRunning: 0, errors: 0 };
       for (const row of stalled) {
         context.heartbeat();
@@ -640,7 +662,7 @@ export function createReconcilerActivities(deps: ActivityDeps) {
             .start<typeof refund>('refund', {
               workflowId: refundWorkflowId(row.sale_id),
               taskQueue: deps.env.TEMPORAL_TASK_QUEUE,
-              args: [{ saleId: row.sale_id, reason, notifyBuyer: false }],
+              args: [{ saleId: row.sale_id, reason, notifyBuyer: row.notify_buyer === true }],
               typedSearchAttributes: saleSearchAttributes({
                 reference: row.reference,
                 workspace: row.workspace_id,
@@ -660,12 +682,15 @@ export function createReconcilerActivities(deps: ActivityDeps) {
           });
         } catch (error) {
           result.errors += 1;
-          context.log.warn('could not re-drive a stalled refund; next run retries', {
+          // The cursor moves on past it: the walk's next pass (the next run, unless more are stalled) retries.
+          context.log.warn('could not re-drive a stalled refund; the next pass retries', {
             saleId: row.sale_id,
             error: errorText(error),
           });
         }
       }
+      // Saved once each request taken was handled: a run that fails before goes over the same ones again.
+      await walked.saveCursor();
       await countFixes({ refund_redriven: result.redriven });
       return result;
     },
@@ -714,6 +739,42 @@ export function createReconcilerActivities(deps: ActivityDeps) {
       return { unapplied: unapplied.length, workspaces: byWorkspace.size };
     },
   };
+
+  /**
+   * One page of the stalled-refund walk: organizer refund requests still `requested`, asked for over the margin ago,
+   * of sales still CONFIRMED and of events not cancelled, after `after` and up to `upTo` in (created_at, id) order.
+   * Reads through `payment_attempts_refund_open_index` (refunds not done, by created_at).
+   */
+  async function stalledRefundsPage(
+    scope: SweepScope,
+    after: CursorPosition | null,
+    upTo: CursorPosition | null,
+    size: number,
+  ): Promise<StalledRefundRow[]> {
+    const cutoff = new Date(Date.now() - scope.marginMs);
+    return deps.orm.em.fork().execute<StalledRefundRow[]>(
+      `select a.id, a.created_at, a.sale_id, a.note, a.notify_buyer, s.reference, s.workspace_id, s.event_date_id
+         from payment_attempts a join sales s on s.id = a.sale_id
+        where a.kind = 'REFUND' and (a.status is null or a.status not in ${REFUND_DONE_SQL})
+          and a.status = 'requested' and a.dedupe_key like 'refund-request:%'
+          and a.created_at < ?
+          and (a.created_at, a.id) > (?::timestamptz, ?::uuid)
+          and (a.created_at, a.id) <= (?::timestamptz, ?::uuid)
+          and s.status = 'CONFIRMED' and (?::uuid is null or s.workspace_id = ?::uuid)
+          and not exists (select 1 from events e where e.id = s.event_id and e.cancelled_at is not null)
+        order by a.created_at, a.id limit ?`,
+      [
+        cutoff,
+        after?.dueAt ?? new Date(0),
+        after?.itemId ?? FIRST_ITEM,
+        upTo?.dueAt ?? cutoff,
+        upTo?.itemId ?? LAST_ITEM,
+        scope.workspaceId,
+        scope.workspaceId,
+        size,
+      ],
+    );
+  }
 
   /**
    * Settled (a sale is paid by it, or its gateway confirmed it refunded), or already recorded as approved for this

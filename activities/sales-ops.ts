@@ -69,12 +69,19 @@ async function recordRefundAttempt(
     status: string;
     dedupeKey: string;
     note: string;
+    /**
+     * The organizer's refund request only: whether the buyer gets the courtesy email. A row already there takes the
+     * latest choice given (an organizer who asks again after an execution ended may have changed it); absent, the
+     * row keeps what it has.
+     */
+    notifyBuyer?: boolean;
   },
 ): Promise<void> {
   await em.execute(
-    `insert into payment_attempts (id, sale_id, gateway, kind, provider_payment_id, status, status_detail, amount, dedupe_key, note, created_at)
-     select ?, s.id, ?, 'REFUND', ?, ?, null, s.total, ?, ?, now() from sales s where s.id = ?
-     on conflict (dedupe_key) do nothing`,
+    `insert into payment_attempts (id, sale_id, gateway, kind, provider_payment_id, status, status_detail, amount, dedupe_key, note, notify_buyer, created_at)
+     select ?, s.id, ?, 'REFUND', ?, ?, null, s.total, ?, ?, ?, now() from sales s where s.id = ?
+     on conflict (dedupe_key) do update set notify_buyer = excluded.notify_buyer
+       where excluded.notify_buyer is not null and payment_attempts.notify_buyer is distinct from excluded.notify_buyer`,
     [
       newId(),
       input.gateway,
@@ -82,6 +89,7 @@ async function recordRefundAttempt(
       input.status.slice(0, 60),
       input.dedupeKey,
       input.note.slice(0, 300),
+      input.notifyBuyer ?? null,
       input.saleId,
     ],
   );
@@ -291,8 +299,17 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
      * Checks that a refund is allowed and stops admission while it runs: the sale is locked, its VALID tickets become
      * INVALID (so nobody enters on a ticket whose money is going back), and the request is recorded. Idempotent.
      */
-    /** `force` is ignored: executions recorded while refunds of checked-in sales needed it still pass it. */
-    async prepareRefund(input: { saleId: string; force?: boolean; reason: string }): Promise<RefundPreparation> {
+    /**
+     * `force` is ignored: executions recorded while refunds of checked-in sales needed it still pass it. `notifyBuyer`
+     * is the organizer's choice, kept with the request for a refund the reconciler starts again; absent (executions
+     * recorded before it was passed, an event cancellation, which emails every buyer itself), none is recorded.
+     */
+    async prepareRefund(input: {
+      saleId: string;
+      force?: boolean;
+      reason: string;
+      notifyBuyer?: boolean;
+    }): Promise<RefundPreparation> {
       const em = deps.orm.em.fork();
       return em.transactional(async (tx): Promise<RefundPreparation> => {
         const sale = await lockSale(tx, input.saleId);
@@ -322,6 +339,7 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
           status: 'requested',
           dedupeKey: requestKey,
           note: `refund requested by the organizer: ${input.reason}`,
+          notifyBuyer: input.notifyBuyer,
         });
         // A refund parked `refund_refused` asked for again (the operator's retry, the organizer's new request): owed
         // again, and counted, so this retry asks the gateway under a key of its own. Under the sale's lock, and only

@@ -56,6 +56,12 @@ export const PaymentAttempt = defineEntity({
      */
     requestKey: p.string().length(200).nullable(),
     note: p.string().length(300).nullable(),
+    /**
+     * On the organizer's refund request (`refund-request:<saleId>`): whether the organizer asked for the buyer's
+     * courtesy email, so a refund execution the reconciler starts again (it ended before recording the refund) keeps
+     * that choice. Null on every other row, and on requests recorded before it was kept: no email then.
+     */
+    notifyBuyer: p.boolean().nullable(),
     createdAt: p.datetime().columnType('timestamptz'),
   },
 });

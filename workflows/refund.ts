@@ -95,7 +95,15 @@ export async function refund(input: RefundInput): Promise<RefundResult> {
   let gatewayAttempts = 0;
   setHandler(refundStatusQuery, () => ({ phase, gatewayAttempts }));
 
-  const prepared = await steps.prepareRefund({ saleId: input.saleId, force: input.force, reason: input.reason });
+  // notifyBuyer is recorded with the request, so a refund the reconciler starts again after this execution ended keeps
+  // the organizer's choice. Only the activity's input changed, not the commands: a replay of an execution recorded
+  // without it matches.
+  const prepared = await steps.prepareRefund({
+    saleId: input.saleId,
+    force: input.force,
+    reason: input.reason,
+    notifyBuyer: input.notifyBuyer,
+  });
   if (prepared.state === 'rejected') {
     phase = 'rejected';
     return { ok: false, code: prepared.code, message: prepared.message, details: prepared.details };

@@ -7,7 +7,8 @@
  * - a gateway B void declined in its answer (status REJECTED, not an error) is counted as a refusal and parked
  *   `refund_refused` after the bounded number, instead of being asked about every few minutes without end;
  * - a refund execution terminated after the gateway refunded and before the database write is found by the
- *   reconciler within its margin and recorded once (REFUNDED, REFUND record, `sale.refunded`), not an hour later.
+ *   reconciler within its margin and recorded once (REFUNDED, REFUND record, `sale.refunded`), not an hour later,
+ *   and the buyer gets the courtesy email the organizer asked for, once.
  *
  * Against the real stack. Gateway A is made slow for a few seconds in the last case (a global switch), so this file
  * runs in the serial fault phase; refusal rules are scoped to each test's own sale reference.
@@ -21,7 +22,15 @@ import { type RefundResult, refundStatusQuery, refundWorkflowId } from '../../wo
 import type { reconciler } from '../../workflows/reconciler.js';
 import { replayHistories, showHistory, writeHistory } from '../replay/recorder.js';
 import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
-import { eventually, type PublishedEvent, publishEvent, session } from '../support/purchase.js';
+import {
+  eventually,
+  type InboxMessage,
+  inbox,
+  type PublishedEvent,
+  publishEvent,
+  session,
+  waitForMail,
+} from '../support/purchase.js';
 import { operatorCommand, refusedRefundsListing } from '../support/refused-refunds.js';
 import { openGatewayB, payByCard, reserve, sleep, ticketsOf } from '../support/sales-ops.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
@@ -88,12 +97,12 @@ const refusedListing = (who: Organizer) => refusedRefundsListing(api, who.key);
 
 const operator = (...argv: string[]) => operatorCommand(api, ...argv);
 
-const requestRefund = (who: Organizer, saleId: string) =>
+const requestRefund = (who: Organizer, saleId: string, notifyBuyer = false) =>
   api.request({
     method: 'POST',
     url: `/api/v1/sales/${saleId}/refund`,
     headers: bearer(who.key),
-    payload: { reason: 'event moved', notifyBuyer: false },
+    payload: { reason: 'event moved', notifyBuyer },
   });
 
 /** Five refusals take 75 s of waits between them; a refund still going after 150 s never ends. */
@@ -231,8 +240,8 @@ describe('a gateway B void declined in its answer (status REJECTED)', () => {
 });
 
 describe('a refund execution terminated between the gateway refund and the database write', () => {
-  it('is found by the reconciler within its margin and recorded once: REFUNDED, one REFUND record, one notice', async () => {
-    const { token, order } = await reserve(api, event, 'refund-stalled');
+  it('is found by the reconciler within its margin and recorded once: REFUNDED, one REFUND record, one notice, the buyer emailed once', async () => {
+    const { email, token, order } = await reserve(api, event, 'refund-stalled');
     await api.request({
       method: 'POST',
       url: `/api/v1/customer/orders/${order.saleId}/payment`,
@@ -246,7 +255,8 @@ describe('a refund execution terminated between the gateway refund and the datab
     await control('POST', '/faults', { target: 'gateway-a', mode: 'slow', delayMs: 3000 });
     let answered: ReturnType<typeof requestRefund> | null = null;
     try {
-      answered = requestRefund(organizer, order.saleId);
+      // The organizer asks for the buyer's courtesy email.
+      answered = requestRefund(organizer, order.saleId, true);
       const handle = temporal().workflow.getHandle(refundWorkflowId(order.saleId));
       await eventually(
         () => handle.query(refundStatusQuery).catch(() => ({ phase: 'not yet', gatewayAttempts: 0 })),
@@ -302,6 +312,12 @@ describe('a refund execution terminated between the gateway refund and the datab
     );
     expect(Number(notices[0]?.count)).toBe(1);
     expect((await ticketsOf(api, organizer, order.saleId)).map((ticket) => ticket.status)).toEqual(['INVALID']);
+    // The organizer's choice was kept with the request: the buyer is told, once. Before, the refund started again
+    // always had notifyBuyer false and no email came.
+    const isRefundNotice = (message: InboxMessage) => message.subject.startsWith(`Refund of ${order.reference}`);
+    await waitForMail(api.env.SANDBOX_URL, email, isRefundNotice);
+    await sleep(2000);
+    expect((await inbox(api.env.SANDBOX_URL, email)).filter(isRefundNotice)).toHaveLength(1);
 
     await recordAndReplay(refundWorkflowId(order.saleId), 'refund-redriven-after-terminate');
     await recordAndReplay(reconcilerId, 'reconciler-redrives-stalled-refunds');
