@@ -124,8 +124,9 @@ async function buyByCard(label: string, beforeCharge: () => Promise<void> = asyn
     });
   let charged = await charge();
   // A pay update that got no outcome in time (a loaded box) is the contract's retryable 503: a front end sends the
-  // same card token again, which the gateway answers with the same payment.
-  if (charged.statusCode === 503 && charged.json().error?.retryable === true) charged = await charge();
+  // same card token again, which is answered with the same payment.
+  const answeredFirst = !(charged.statusCode === 503 && charged.json().error?.retryable === true);
+  if (!answeredFirst) charged = await charge();
   expect({ status: charged.statusCode, body: charged.json() }).toMatchObject({
     status: 200,
     body: { data: { status: 'approved', saleStatus: 'CONFIRMED' } },
@@ -134,12 +135,25 @@ async function buyByCard(label: string, beforeCharge: () => Promise<void> = asyn
   await waitForMail(api.env.SANDBOX_URL, buyer, (mail) => mail.subject.includes(order.reference));
   const describeRun = () => api.services.temporal.workflow.getHandle(checkoutWorkflowId(order.saleId)).describe();
   await eventually(describeRun, (run) => run.status.name === 'COMPLETED');
-  return { order, token, paymentId };
+  return { order, token, paymentId, answeredFirst };
+}
+
+/**
+ * A card purchase whose pay update answered its first request, so that its history holds the path a test counts. On a
+ * box too busy for that (the update's task lost or late: the 503 path, which the contract covers and the buyer still
+ * gets the payment on retry) another purchase is made, three at most.
+ */
+async function buyByCardAnswered(label: string, beforeCharge?: () => Promise<void>) {
+  for (let purchase = 1; ; purchase += 1) {
+    const bought = await buyByCard(`${label}-${purchase}`, beforeCharge);
+    if (bought.answeredFirst) return bought;
+    if (purchase === 3) throw new Error('three pay updates in a row got no outcome in time: the worker is starved');
+  }
 }
 
 describe('a card purchase, counted from its checkout history', () => {
   test('two workflow tasks, no task-queue activity (the charge runs in the pay update), the email sent by the mailer', async () => {
-    const { order } = await buyByCard('card-cost');
+    const { order } = await buyByCardAnswered('card-cost');
     const events = await historyOf(order.saleId);
     // LOCAL_CARD_CHARGE: the charge is a local activity of the pay update, so no task-queue activity is left.
     expect(activitiesOf(events)).toEqual([]);
@@ -195,11 +209,11 @@ describe('a card purchase, counted from its checkout history', () => {
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ target: 'gateway-a', mode, ...(delayMs ? { delayMs } : {}) }),
       });
-    let bought: Awaited<ReturnType<typeof buyByCard>>;
+    let bought: Awaited<ReturnType<typeof buyByCardAnswered>>;
     try {
       // Longer than the local charge's 5 s bound (shorter than the gateway client's 10 s): the gateway charges, the
       // local attempt times out unanswered, the task-queue activity asks again with the same key.
-      bought = await buyByCard('card-fallback', async () => {
+      bought = await buyByCardAnswered('card-fallback', async () => {
         expect((await faults('slow', 6000)).status).toBe(200);
       });
     } finally {
