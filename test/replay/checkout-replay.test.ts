@@ -161,17 +161,33 @@ describe('fresh executions replay deterministically', () => {
       body: JSON.stringify({ reference, outcome: 'approved' }),
     });
 
-  /** A reserved sale whose buyer went through the bank page, so its transfer can settle whenever the test says. */
+  /**
+   * A reserved sale whose buyer went through the bank page, so its transfer can settle whenever the test says. The
+   * payment window here is 2 s: on a box busy with the rest of the suite the reservation can expire before the bank
+   * page is opened (409 reservation_expired, or the retryable 503), and then a new reservation is made, three at most.
+   */
   async function transferOpened(target: TestApi, event: Awaited<ReturnType<typeof publishEvent>>, label: string) {
-    const token = await signInBuyer(target, `replay-${label}-${Math.random().toString(36).slice(2, 8)}@buyers.test`);
-    const sale = (await reserveOrder(target, token, orderBody(event))).json().data;
-    const pse = await target.request({
-      method: 'POST',
-      url: `/api/v1/customer/orders/${sale.saleId}/payment/pse`,
-      headers: session(token),
-    });
-    await confirmAtBank(pse.json().data.redirectUrl, `${label}@example.test`);
-    return { token, sale };
+    for (let reservation = 1; ; reservation += 1) {
+      const token = await signInBuyer(target, `replay-${label}-${Math.random().toString(36).slice(2, 8)}@buyers.test`);
+      const sale = (await reserveOrder(target, token, orderBody(event))).json().data;
+      const pse = await target.request({
+        method: 'POST',
+        url: `/api/v1/customer/orders/${sale.saleId}/payment/pse`,
+        headers: session(token),
+      });
+      if (pse.statusCode === 200) {
+        await confirmAtBank(pse.json().data.redirectUrl, `${label}@example.test`);
+        return { token, sale };
+      }
+      const late = pse.statusCode === 503 || pse.json().error?.details?.reason === 'reservation_expired';
+      if (!late || reservation === 3) {
+        throw new Error(`the bank page did not open: ${pse.statusCode} ${pse.body}`);
+      }
+      await eventually(
+        () => customerOrder(target, token, sale.saleId),
+        (order) => order.status !== 'PENDING',
+      );
+    }
   }
 
   test('late money: confirmed when the stock is still there, refunded when it was sold', async () => {
