@@ -25,13 +25,15 @@ import { isProviderError } from '../integrations/errors.js';
 import type { Gateway } from '../workflows/definitions.js';
 
 /**
- * KEYS[1]: the bucket (a hash: tokens, at ms). ARGV: tokens per ms, burst, hold ms (0: take one token).
- * Returns the whole ms the taker waits before sending (0: at once).
+ * KEYS[1]: the bucket (a hash: tokens, at ms). ARGV: tokens per ms, burst, hold ms (0: take one token), the longest
+ * reservation ms. Returns the whole ms the taker waits before sending (0: at once), or, negative, the ms after which
+ * to ask again when the token would be further ahead than the longest reservation (nothing taken).
  */
 const BUCKET_SCRIPT = `
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local hold = tonumber(ARGV[3])
+local max_wait = tonumber(ARGV[4])
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
@@ -48,6 +50,9 @@ end
 local wait = 0
 if hold > 0 then
   tokens = math.min(tokens, -hold * rate)
+elseif (tokens - 1) < -max_wait * rate then
+  -- Reserved too far ahead already: nothing taken; the caller asks again once this much has passed.
+  return -math.max(1, math.ceil((-(tokens - 1) / rate) - max_wait))
 else
   tokens = tokens - 1
   if tokens < 0 then wait = math.ceil(-tokens / rate) end
@@ -71,8 +76,8 @@ class LocalBucket {
     this.#at = now;
   }
 
-  /** Reserves one token (or, with `holdMs`, empties the bucket for that long); returns the ms to wait. */
-  apply(now: number, holdMs = 0): number {
+  /** Reserves one token (or, with `holdMs`, empties the bucket for that long); returns what BUCKET_SCRIPT returns. */
+  apply(now: number, holdMs: number, maxWaitMs: number): number {
     if (now > this.#at) {
       this.#tokens = Math.min(this.burst, this.#tokens + (now - this.#at) * this.perMs);
       this.#at = now;
@@ -80,6 +85,9 @@ class LocalBucket {
     if (holdMs > 0) {
       this.#tokens = Math.min(this.#tokens, -holdMs * this.perMs);
       return 0;
+    }
+    if (this.#tokens - 1 < -maxWaitMs * this.perMs) {
+      return -Math.max(1, Math.ceil(-(this.#tokens - 1) / this.perMs - maxWaitMs));
     }
     this.#tokens -= 1;
     return this.#tokens < 0 ? Math.ceil(-this.#tokens / this.perMs) : 0;
@@ -91,6 +99,11 @@ export interface GatewayBudgetOptions {
   requestsPerSecond: Record<Gateway, number>;
   /** Redis key prefix (tests use their own so runs do not share buckets). */
   keyPrefix?: string;
+  /**
+   * The furthest ahead a take reserves its token (5 s by default): beyond it, the taker waits and asks again instead,
+   * so a crowd of takers (many pages at once) cannot hand one a wait longer than its activity's timeout.
+   */
+  maxWaitMs?: number;
   /** How long a take waits for Redis before this process's own bucket decides. */
   redisTimeoutMs?: number;
   /** Told once when Redis stops answering (and again after it answered in between). */
@@ -109,19 +122,28 @@ export class GatewayBudget {
   readonly #options: GatewayBudgetOptions;
   readonly #local = new Map<Gateway, LocalBucket>();
   readonly #timeoutMs: number;
+  readonly #maxWaitMs: number;
   #redisFailing = false;
 
   constructor(redis: Redis, options: GatewayBudgetOptions) {
     this.#redis = redis;
     this.#options = options;
     this.#timeoutMs = options.redisTimeoutMs ?? 250;
+    this.#maxWaitMs = options.maxWaitMs ?? 5_000;
   }
 
   /** Waits until one request to `gateway` may be sent, and takes the token for it. */
   async take(gateway: Gateway): Promise<{ waitedMs: number; source: BudgetSource }> {
-    const decided = await this.#apply(gateway, 0);
-    if (decided.waitMs > 0) await (this.#options.wait ?? sleep)(decided.waitMs);
-    return { waitedMs: decided.waitMs, source: decided.source };
+    const wait = this.#options.wait ?? sleep;
+    let waitedMs = 0;
+    for (;;) {
+      const decided = await this.#apply(gateway, 0);
+      // Negative: nothing reserved, too far ahead; ask again once that much has passed.
+      const ms = Math.abs(decided.waitMs);
+      if (ms > 0) await wait(ms);
+      waitedMs += ms;
+      if (decided.waitMs >= 0) return { waitedMs, source: decided.source };
+    }
   }
 
   /** The gateway answered 429: no request to it leaves any process for `ms` (its Retry-After). */
@@ -154,7 +176,7 @@ export class GatewayBudget {
       const key = `${this.#options.keyPrefix ?? 'gateway-budget'}:${gateway}`;
       let timer: NodeJS.Timeout | undefined;
       const waitMs = await Promise.race([
-        this.#redis.eval(BUCKET_SCRIPT, 1, key, String(perMs), String(burst), String(holdMs)),
+        this.#redis.eval(BUCKET_SCRIPT, 1, key, String(perMs), String(burst), String(holdMs), String(this.#maxWaitMs)),
         new Promise<never>((_, reject) => {
           timer = setTimeout(
             () => reject(new Error(`redis did not answer within ${this.#timeoutMs} ms`)),
@@ -175,7 +197,7 @@ export class GatewayBudget {
         bucket = new LocalBucket(perMs, burst, now);
         this.#local.set(gateway, bucket);
       }
-      return { waitMs: bucket.apply(now, holdMs), source: 'local' };
+      return { waitMs: bucket.apply(now, holdMs, this.#maxWaitMs), source: 'local' };
     }
   }
 }

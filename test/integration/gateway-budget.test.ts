@@ -18,11 +18,12 @@ beforeAll(async () => {
 afterAll(() => redis.disconnect());
 
 /** A budget as one worker process holds it, on a bucket of this test's own; waits recorded, not slept, unless `sleep`. */
-function processBudget(keyPrefix: string, requestsPerSecond: number, sleep = false) {
+function processBudget(keyPrefix: string, requestsPerSecond: number, sleep = false, maxWaitMs?: number) {
   const waits: number[] = [];
   const budget = new GatewayBudget(redis, {
     requestsPerSecond: { GATEWAY_A: requestsPerSecond, GATEWAY_B: requestsPerSecond },
     keyPrefix,
+    ...(maxWaitMs === undefined ? {} : { maxWaitMs }),
     ...(sleep
       ? {}
       : {
@@ -42,18 +43,18 @@ test('two processes share one bucket: one second’s burst between them, then 1/
   const first = processBudget(prefix, 10);
   const second = processBudget(prefix, 10);
   const taken = [];
+  const started = Date.now();
   for (let i = 0; i < 30; i++) taken.push(await (i % 2 === 0 ? first : second).budget.take('GATEWAY_A'));
+  // Tokens the clock refilled while the loop ran (one per 100 ms; the box may be busy).
+  const refilled = Math.ceil((Date.now() - started) / 100);
   expect(taken.every((take) => take.source === 'redis')).toBe(true);
-  // Each process alone would have let its own 10 through at once (20 in all); shared, 10 go at once (11 if the
-  // clock refilled one token while the loop ran), and each one after reserves 100 ms more than the one before.
+  // Each process alone would have let its own 10 through at once (20 in all); shared, 10 go at once (and what the
+  // clock refilled meanwhile), and the rest are booked 100 ms apart: the last about 2 s ahead.
   const immediate = taken.filter((take) => take.waitedMs === 0).length;
   expect(immediate).toBeGreaterThanOrEqual(10);
-  expect(immediate).toBeLessThanOrEqual(11);
-  const reserved = taken.slice(immediate).map((take) => take.waitedMs);
-  for (let i = 1; i < reserved.length; i++) {
-    expect((reserved[i] as number) - (reserved[i - 1] as number)).toBeGreaterThanOrEqual(90);
-    expect((reserved[i] as number) - (reserved[i - 1] as number)).toBeLessThanOrEqual(110);
-  }
+  expect(immediate).toBeLessThanOrEqual(10 + refilled);
+  expect(taken[29]?.waitedMs).toBeGreaterThanOrEqual((20 - refilled) * 100 - 1);
+  expect(taken[29]?.waitedMs).toBeLessThanOrEqual(2_000);
   // The gateways' buckets are apart.
   expect((await first.budget.take('GATEWAY_B')).waitedMs).toBe(0);
 });
@@ -88,5 +89,26 @@ test('requests sent through the budget keep its rate in real time, from two proc
   // No second-long window holds more than the burst and a second's refill.
   for (const start of sentAt) {
     expect(sentAt.filter((at) => at >= start && at < start + 1000).length).toBeLessThanOrEqual(2 * rate + 1);
+  }
+});
+
+test('takers beyond the longest reservation wait and ask again, and still keep the rate', async () => {
+  const prefix = `test-gateway-budget:${randomUUID()}`;
+  const first = processBudget(prefix, 10, true, 300);
+  const second = processBudget(prefix, 10, true, 300);
+  const sentAt: number[] = [];
+  const started = Date.now();
+  // 20 at once: 10 go, 3 reserve up to 300 ms ahead, the other 7 are told to ask again later.
+  await Promise.all(
+    Array.from({ length: 20 }, (_, i) =>
+      (i % 2 === 0 ? first : second).budget.send('GATEWAY_A', async () => {
+        sentAt.push(Date.now() - started);
+      }),
+    ),
+  );
+  expect(sentAt).toHaveLength(20);
+  expect(Math.max(...sentAt)).toBeGreaterThanOrEqual(950);
+  for (const start of sentAt) {
+    expect(sentAt.filter((at) => at >= start && at < start + 1000).length).toBeLessThanOrEqual(2 * 10 + 1);
   }
 });

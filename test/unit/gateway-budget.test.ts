@@ -66,6 +66,29 @@ describe('gateway budget without Redis (the in-process fallback)', () => {
     expect((await budget.take('GATEWAY_A')).waitedMs).toBe(0);
   });
 
+  test('reserves at most maxWaitMs ahead: a taker beyond it waits and asks again rather than book a longer wait', async () => {
+    const clock = { now: 1_000_000 };
+    const budget = new GatewayBudget(await downRedis(), {
+      requestsPerSecond: { GATEWAY_A: 10, GATEWAY_B: 10 },
+      maxWaitMs: 1_000,
+      now: () => clock.now,
+      // The waits pass on the clock the bucket refills by.
+      wait: async (ms) => {
+        clock.now += ms;
+      },
+    });
+    // 10 at once, then 10 reserved 100 ms apart up to the 1 s cap, all at the same instant (no wait between them).
+    const frozen = clock.now;
+    const booked = [];
+    for (let i = 0; i < 20; i++) {
+      booked.push((await budget.take('GATEWAY_A')).waitedMs);
+      clock.now = frozen;
+    }
+    expect(booked.slice(10)).toEqual([100, 200, 300, 400, 500, 600, 700, 800, 900, 1000]);
+    // The 21st would be 1.1 s ahead: it waits 100 ms unreserved, then books the 1 s that is then the cap.
+    expect((await budget.take('GATEWAY_A')).waitedMs).toBe(1_100);
+  });
+
   test('a 429 holds the budget for its Retry-After and is rethrown retryable, so the page leaves the sale for later', async () => {
     const { budget } = await localBudget(25);
     const tooMany = new ProviderError({
