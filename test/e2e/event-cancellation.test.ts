@@ -3,8 +3,10 @@
  * are cancelled, its gateway-paid sales refunded (once, even when the organizer had already asked), complimentary
  * sales cancelled, and GET /events/{id} shows the progress.
  */
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { providerUrls } from '../../config/env.js';
 import { GatewayAClient } from '../../integrations/gateway-a/client.js';
+import { refundWorkflowId } from '../../workflows/definitions.js';
 import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
 import { eventually, orderBody, publishEvent, session } from '../support/purchase.js';
 import { available, complimentary, payByCard, reserve, saleOf, ticketsOf } from '../support/sales-ops.js';
@@ -141,6 +143,11 @@ describe('event cancellation (POST /events/{id}/cancel)', () => {
     expect(done.cancellation).toMatchObject({ state: 'DONE', confirmed: 0, refunded: 1, refused: 0, failures: [] });
     expect(await saleOf(api, organizer, paid.order.saleId)).toMatchObject({ status: 'REFUNDED' });
     expect(await gatewayARefunds(charge.paymentId)).toHaveLength(1);
+    // Settled by the page at the gateway's first answer: no refusal handed over to the sale's refund workflow (which
+    // would ask again under a key of its own, read first, and get there only after a refusal's wait).
+    await expect(
+      api.services.temporal.workflow.getHandle(refundWorkflowId(paid.order.saleId)).describe(),
+    ).rejects.toBeInstanceOf(WorkflowNotFoundError);
   });
 
   test('a cancelled event with no sales is done at once; an unknown event is 404', async () => {
