@@ -104,7 +104,10 @@ export interface GatewayBudgetOptions {
    * so a crowd of takers (many pages at once) cannot hand one a wait longer than its activity's timeout.
    */
   maxWaitMs?: number;
-  /** How long a take waits for Redis before this process's own bucket decides. */
+  /**
+   * How long a take waits for Redis before this process's own bucket decides (1 s by default: a refund can wait that
+   * long, and a busy Redis answering late is no reason to leave the shared budget).
+   */
   redisTimeoutMs?: number;
   /** Told once when Redis stops answering (and again after it answered in between). */
   onRedisUnavailable?: (gateway: Gateway, error: unknown) => void;
@@ -128,7 +131,7 @@ export class GatewayBudget {
   constructor(redis: Redis, options: GatewayBudgetOptions) {
     this.#redis = redis;
     this.#options = options;
-    this.#timeoutMs = options.redisTimeoutMs ?? 250;
+    this.#timeoutMs = options.redisTimeoutMs ?? 1_000;
     this.#maxWaitMs = options.maxWaitMs ?? 5_000;
   }
 

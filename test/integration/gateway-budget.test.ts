@@ -23,6 +23,8 @@ function processBudget(keyPrefix: string, requestsPerSecond: number, sleep = fal
   const budget = new GatewayBudget(redis, {
     requestsPerSecond: { GATEWAY_A: requestsPerSecond, GATEWAY_B: requestsPerSecond },
     keyPrefix,
+    // The Redis path is what is tested here: a busy box's slow answer must not count as Redis down.
+    redisTimeoutMs: 10_000,
     ...(maxWaitMs === undefined ? {} : { maxWaitMs }),
     ...(sleep
       ? {}
