@@ -21,6 +21,7 @@ import {
   saleStatusChangedSignal,
 } from '../workflows/definitions.js';
 import type { ActivityDeps } from './deps.js';
+import { gatewayBudgetOf } from './gateway-budget.js';
 import { refundIdempotencyKey, throwIfRefundDeclined, throwUnlessVoided } from './gateway-refunds.js';
 import { appendSaleEvent } from './outbox.js';
 import { freeSeatsOfClosedSale } from './seats.js';
@@ -367,10 +368,20 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
 
     /**
      * Asks the sale's gateway to return the money and succeeds only once the gateway confirms it. Never issues a
-     * second refund: the gateway's own record is read first (already refunded → done), and the request carries the
-     * idempotency key of this ask (`refund-<saleId>` for the first, gateway-refunds.ts refundIdempotencyKey), so a
-     * retry after a lost answer gets the first refund back. A gateway B void answered with anything but voided or
-     * in progress is a refusal (non-retryable), bounded by the caller like gateway A's.
+     * second refund: the request carries the idempotency key of this ask (`refund-<saleId>` for the first,
+     * gateway-refunds.ts refundIdempotencyKey), so a retry after a lost answer gets the first refund back. A gateway B
+     * void answered with anything but voided or in progress is a refusal (non-retryable), bounded by the caller like
+     * gateway A's. Every request takes its token from the gateway's budget shared by all workers (gateway-budget.ts).
+     *
+     * Gateway A's payment is read only when that can change the answer, not before every refund (the read doubled a
+     * mass refund's requests, and gateway A's budget is what bounds its refunds per second):
+     * - Before an ask under a key of its own (an operator's retry, an ask after a refusal): an earlier ask under
+     *   another key, or someone at the gateway's dashboard, may have refunded it meanwhile.
+     * - After a refusal: gateway A answers a refund of a payment refunded already with a final 400 (not refundable in
+     *   status refunded); read, that is the refund done, not a refusal. This also covers a payment refunded under this
+     *   very key whose key the gateway no longer remembers.
+     * Not on the first ask, nor on its retries: the same key replays the refund an earlier (even unanswered) attempt
+     * made, and gives nothing back twice.
      */
     async refundAtGateway(input: {
       saleId: string;
@@ -385,11 +396,33 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
       const idempotencyKey = refundIdempotencyKey(input.saleId, { retry: input.retry, ask: input.ask });
       // Which try of this activity reached the answer: the workflow reports the gateway calls it took.
       const attempt = Context.current().info.attempt;
+      const budget = gatewayBudgetOf(deps);
       if (input.gateway === 'GATEWAY_A') {
-        const payment = await gatewayA.getPayment(input.paymentRef);
-        if (payment.status === 'refunded') return { status: 'refunded', refundId: null, attempt };
-        const refund = await gatewayA.refund({ paymentId: input.paymentRef, idempotencyKey });
-        throwIfRefundDeclined(refund);
+        const readPayment = () => budget.send('GATEWAY_A', () => gatewayA.getPayment(input.paymentRef));
+        const ownKey = (input.retry ?? 0) > 0 || (input.ask ?? 0) > 0;
+        if (ownKey && (await readPayment()).status === 'refunded') {
+          return { status: 'refunded', refundId: null, attempt };
+        }
+        let refund: { refundId: string; status: string };
+        try {
+          refund = await budget.send('GATEWAY_A', () =>
+            gatewayA.refund({ paymentId: input.paymentRef, idempotencyKey }),
+          );
+          throwIfRefundDeclined(refund);
+        } catch (refusal) {
+          if (!(refusal instanceof ApplicationFailure && refusal.nonRetryable)) throw refusal;
+          let payment: Awaited<ReturnType<typeof readPayment>>;
+          try {
+            payment = await readPayment();
+          } catch (readFailure) {
+            // A read that may succeed later leaves the refund undecided (asked again later); one that cannot (the
+            // payment unknown) leaves the refusal as it was.
+            if (readFailure instanceof ApplicationFailure && readFailure.nonRetryable) throw refusal;
+            throw readFailure;
+          }
+          if (payment.status === 'refunded') return { status: 'refunded', refundId: null, attempt };
+          throw refusal;
+        }
         if (refund.status !== 'approved' && refund.status !== 'refunded') {
           throw ApplicationFailure.retryable(
             `gateway A has not confirmed refund ${refund.refundId} yet (${refund.status})`,
@@ -397,9 +430,14 @@ export function createSalesOpsActivities(deps: ActivityDeps) {
         }
         return { status: 'refunded', refundId: refund.refundId, attempt };
       }
-      const transaction = await gatewayB.paymentStatus(input.reference);
+      // Gateway B's status is still read first: its voids are few (a void is possible only the day of the charge), so
+      // the read costs its budget little, and what its real API answers to a void of a voided transaction under
+      // another key is not documented (the sandbox answers VOID_APPROVED).
+      const transaction = await budget.send('GATEWAY_B', () => gatewayB.paymentStatus(input.reference));
       if (String(transaction.status).toUpperCase() === 'VOIDED') return { status: 'VOIDED', refundId: null, attempt };
-      const voided = await gatewayB.void({ orderId: input.reference, transactionId: input.paymentRef, idempotencyKey });
+      const voided = await budget.send('GATEWAY_B', () =>
+        gatewayB.void({ orderId: input.reference, transactionId: input.paymentRef, idempotencyKey }),
+      );
       throwUnlessVoided(voided);
       return { status: 'VOIDED', refundId: null, attempt };
     },

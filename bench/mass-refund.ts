@@ -11,11 +11,17 @@
  * gateway, and every run of the cancellation's history far from the limit. The sales are seeded as the checkout
  * confirms them, each paid by a real card payment at the sandbox (bench/lib/cancellation-seed.ts, untimed).
  *
+ * `--gateway-limit <n>` has the sandbox's gateway A answer 429 above n requests/s (burst 2n) while the cancellation
+ * runs, as the real gateway's cited envelope does (25/s, burst 50); by default n is the budget the worker keeps
+ * (GATEWAY_A_REQUESTS_PER_SECOND), 0 leaves the gateway unlimited. The sandbox counts the requests it served and
+ * turned away, so the result gives gateway requests/s and the 429s. The baseline runs unlimited: it measures the
+ * gateway stand-in, not the envelope.
+ *
  * `--pause-reconciler` pauses the reconciler's Schedule for the run: on this bench's data its stranded-payments sweep
  * (activities/reconciler.ts) ran for minutes a run and piled up, taking the database from the refunds.
  *
  * Flags: --sales <n> (20000), --baseline <n> (2000), --outage-ms <n> (0), --pause-reconciler, --name <name>
- * (mass-refund-<date>). Environment: BENCH_DATABASE_URL, BENCH_REDIS_URL, BENCH_POOL_MAX (20), KEEP_BENCH_DATABASE=1.
+ * (mass-refund-<date>), --gateway-limit <n> (GATEWAY_A_REQUESTS_PER_SECOND). Environment: BENCH_DATABASE_URL, BENCH_REDIS_URL, BENCH_POOL_MAX (20), KEEP_BENCH_DATABASE=1.
  * Writes bench/results/<name>.json.
  */
 import { randomUUID } from 'node:crypto';
@@ -58,6 +64,7 @@ function parseArgs(argv: string[]) {
     baseline: num('baseline', 2_000),
     outageMs: num('outage-ms', 0, 0),
     pauseReconciler: flags.get('pause-reconciler') === 'true',
+    gatewayLimit: flags.has('gateway-limit') ? num('gateway-limit', 0, 0) : null,
     name: flags.get('name') ?? `mass-refund-${new Date().toISOString().slice(0, 10)}`,
   };
 }
@@ -121,6 +128,33 @@ async function setGatewayA(mode: 'down' | 'ok'): Promise<void> {
   });
   if (!response.ok) throw new Error(`gateway-a ${mode} → ${response.status}`);
 }
+
+interface SandboxRateLimit {
+  requestsPerSecond: number;
+  burst: number;
+  allowed: number;
+  limited: number;
+}
+
+/** Sets (n > 0) or lifts (0) the sandbox's request limit on gateway A; returns its counts so far. */
+async function limitGatewayA(requestsPerSecond: number): Promise<SandboxRateLimit | null> {
+  const response = await fetch(`${stack.sandboxUrl}/control/rate-limits`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(
+      requestsPerSecond > 0 ? { gateway: 'gateway-a', requestsPerSecond } : { gateway: 'gateway-a', off: true },
+    ),
+  });
+  if (!response.ok) throw new Error(`rate-limits → ${response.status}`);
+  return ((await response.json()) as { data: Record<string, SandboxRateLimit | undefined> }).data['gateway-a'] ?? null;
+}
+
+async function gatewayACounts(): Promise<SandboxRateLimit | null> {
+  const response = await fetch(`${stack.sandboxUrl}/control/rate-limits`);
+  return ((await response.json()) as { data: Record<string, SandboxRateLimit | undefined> }).data['gateway-a'] ?? null;
+}
+
+const gatewayLimit = args.gatewayLimit ?? benchEnv.GATEWAY_A_REQUESTS_PER_SECOND;
 
 let exitCode = 0;
 const results: Record<string, unknown> = {};
@@ -188,6 +222,7 @@ try {
   const sales = await seedPaidSales({ query, gatewayA, event, count: args.sales, price: PRICE, lanes: 32 });
   log(`  seeded in ${Date.now() - seedFrom} ms`);
 
+  if (gatewayLimit > 0) await limitGatewayA(gatewayLimit);
   if (args.outageMs > 0) await setGatewayA('down');
   const cpuBefore = cpuSnapshot(pids);
   const from = Date.now();
@@ -218,6 +253,9 @@ try {
   const doneAt = Date.now();
   const cpuCores = cpuBetween(cpuBefore, cpuSnapshot(pids));
   const refundingMs = doneAt - backAt;
+  // Read before the checks below send their own requests, then lifted so those are not turned away.
+  const atGatewayA = gatewayLimit > 0 ? await gatewayACounts() : null;
+  if (gatewayLimit > 0) await limitGatewayA(0);
 
   // ------------------------------------------------------------ checks
   log('checking: one refund record per sale, one refund per payment at the gateway, history sizes');
@@ -270,6 +308,17 @@ try {
     refundingMs,
     refundsPerSecond: round((refunds * 1000) / refundingMs),
     totalMs: doneAt - from,
+    /** The sandbox's request limit on gateway A during the cancellation (null: unlimited). */
+    gatewayLimit: gatewayLimit > 0 ? gatewayLimit : null,
+    /** Requests gateway A served (and answered 429) during the cancellation, when it counted them. */
+    gatewayRequests: atGatewayA
+      ? {
+          served: atGatewayA.allowed,
+          limited: atGatewayA.limited,
+          perSecond: round(((atGatewayA.allowed + atGatewayA.limited) * 1000) / (doneAt - from)),
+          perRefund: round((atGatewayA.allowed + atGatewayA.limited) / refunds),
+        }
+      : null,
     cpuCores,
     workerPeakMb: memoryOf(pids.worker)?.peakMb ?? null,
     timeline,
@@ -291,6 +340,9 @@ try {
     `cancellation: ${refunds} refunds in ${refundingMs} ms = ${(results.cancellation as { refundsPerSecond: number }).refundsPerSecond}/s (baseline ${(results.baseline as { refundsPerSecond: number }).refundsPerSecond}/s, ratio ${ratio}); checks ${JSON.stringify((results.cancellation as { checks: unknown }).checks)}`,
   );
   log(`cpu cores during the cancellation: ${JSON.stringify(cpuCores)}`);
+  log(
+    `gateway A (limit ${gatewayLimit > 0 ? `${gatewayLimit}/s` : 'none'}): ${JSON.stringify(results.cancellation && (results.cancellation as { gatewayRequests: unknown }).gatewayRequests)}`,
+  );
   const checks = (results.cancellation as { checks: Record<string, unknown> }).checks;
   if (checks.salesNotRefundedOnce !== 0 || checks.paymentsNotRefundedInFull !== 0 || refundsAtGateway.notExactlyOne) {
     exitCode = 1;
@@ -315,6 +367,7 @@ try {
   console.error(error);
 } finally {
   await setGatewayA('ok').catch(() => undefined);
+  await limitGatewayA(0).catch(() => undefined);
   await connection.close();
   await orm.close();
   await pool.end();

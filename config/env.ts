@@ -365,6 +365,21 @@ export const EnvSchema = z.object({
   PROVIDER_ACTIVITIES_PER_SECOND: z.coerce.number().positive().default(20),
   /** Slots of the provider worker (a mass-refund page holds one for minutes). */
   PROVIDER_WORKER_MAX_ACTIVITIES: z.coerce.number().int().min(2).default(20),
+  /**
+   * Refund requests to gateway A (the payment read and the refund each count) per second across every worker
+   * process: a token bucket in Redis (activities/gateway-budget.ts) that each request takes from, with a burst of one
+   * second's worth. PROVIDER_ACTIVITIES_PER_SECOND spaces activities, and a mass-refund page is one activity that
+   * sends hundreds of requests; this spaces the requests. Gateway A publishes no hard limit; the commonly cited
+   * per-access-token envelope is 25 requests/s (burst 50), answered 429 with Retry-After above it. While Redis is
+   * unavailable each process keeps this rate on its own.
+   */
+  GATEWAY_A_REQUESTS_PER_SECOND: z.coerce.number().positive().default(25),
+  /**
+   * The same budget for gateway B's refunds (the transaction read and the void). Gateway B documents no per-merchant
+   * rate either; 10 requests/s is a cautious figure for a regional gateway's merchant API (its refunds are few: a
+   * void is possible only the day of the charge), well above what its mass refunds need.
+   */
+  GATEWAY_B_REQUESTS_PER_SECOND: z.coerce.number().positive().default(10),
   // ---------------------------------------------------------------- reconciler (workflows/reconciler.ts)
   /**
    * Whether workers keep the `reconciler` Schedule running. `false` pauses it (with a note saying so) instead of

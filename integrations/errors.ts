@@ -14,6 +14,8 @@ export interface ProviderErrorInit {
   message: string;
   /** The provider's parsed error body, for callers that need more than the code (seat labels in a conflict). */
   details?: unknown;
+  /** How long the provider asked callers to wait (its Retry-After on a 429 or 503), in ms; null when it did not say. */
+  retryAfterMs?: number | null;
   cause?: unknown;
 }
 
@@ -24,6 +26,7 @@ export class ProviderError extends Error {
   readonly retryable: boolean;
   readonly code: string | null;
   readonly details: unknown;
+  readonly retryAfterMs: number | null;
 
   constructor(init: ProviderErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
@@ -32,6 +35,7 @@ export class ProviderError extends Error {
     this.retryable = init.retryable;
     this.code = init.code ?? null;
     this.details = init.details ?? null;
+    this.retryAfterMs = init.retryAfterMs ?? null;
   }
 }
 
@@ -40,3 +44,12 @@ export const isProviderError = (error: unknown): error is ProviderError => error
 /** 408, 425, 429 and every 5xx are worth another try; other 4xx mean the request itself is wrong. */
 export const isRetryableStatus = (status: number): boolean =>
   status >= 500 || status === 408 || status === 425 || status === 429;
+
+/** A Retry-After header (delay seconds or an HTTP date) in ms from `now`; null when absent or unreadable. */
+export function retryAfterMs(header: string | null, now: number = Date.now()): number | null {
+  if (header === null || header.trim() === '') return null;
+  const value = header.trim();
+  if (/^[0-9]+$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}

@@ -7,7 +7,7 @@ import {
   ATTR_SERVER_PORT,
 } from '@opentelemetry/semantic-conventions';
 import type { z } from 'zod';
-import { isProviderError, isRetryableStatus, ProviderError, type ProviderName } from './errors.js';
+import { isProviderError, isRetryableStatus, ProviderError, type ProviderName, retryAfterMs } from './errors.js';
 
 /**
  * A small JSON-over-HTTP caller shared by the provider clients: base URL + default headers injected once, a
@@ -164,6 +164,7 @@ export class JsonHttp {
         code: described.code,
         message: `${provider}: ${request.method} ${request.path} answered ${response.status}${described.message ? `: ${described.message}` : ''}`,
         details: json ?? null,
+        retryAfterMs: retryAfterMs(response.headers.get('retry-after')),
       });
     }
 

@@ -1,6 +1,13 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
-import { FAULT_TARGETS, type Faults, REFUND_GATEWAYS, type RefundRefusalRule } from './faults.js';
+import {
+  FAULT_TARGETS,
+  type Faults,
+  RATE_LIMITED_GATEWAYS,
+  type RateLimits,
+  REFUND_GATEWAYS,
+  type RefundRefusalRule,
+} from './faults.js';
 import type { GatewayASandbox } from './gateway-a.js';
 import type { GatewayBSandbox } from './gateway-b.js';
 import type { Notifier } from './notifier.js';
@@ -20,6 +27,7 @@ export interface ControlDeps {
   seatmap: SeatMapSandbox;
   inbox: MailInbox;
   faults: Faults;
+  rateLimits: RateLimits;
   notifier: Notifier;
   info: () => { httpUrl: string; smtpPort: number; startedAt: Date };
 }
@@ -41,6 +49,14 @@ const FaultBody = z.object({
   mode: z.enum(['down', 'slow', 'ok']),
   delayMs: z.number().int().min(0).max(120_000).optional(),
 });
+const RateLimitBody = z.union([
+  z.object({
+    gateway: z.enum(RATE_LIMITED_GATEWAYS),
+    requestsPerSecond: z.number().positive().max(100_000),
+    burst: z.number().min(1).max(100_000).optional(),
+  }),
+  z.object({ gateway: z.enum(RATE_LIMITED_GATEWAYS), off: z.literal(true) }),
+]);
 const RefundRefusalBody = z.object({
   gateway: z.enum(REFUND_GATEWAYS),
   reference: z.string().min(1).max(256).optional(),
@@ -94,6 +110,7 @@ export function registerControl(app: FastifyInstance, deps: ControlDeps): void {
         if (targets.has('smtp')) deps.inbox.reset();
         if (targets.has('faults')) {
           deps.faults.reset();
+          deps.rateLimits.clear();
           deps.gatewayA.refundRefusals.clear();
           deps.gatewayB.refundRefusals.clear();
         }
@@ -208,6 +225,18 @@ export function registerControl(app: FastifyInstance, deps: ControlDeps): void {
         const body = parse(FaultBody, request.body, reply);
         if (!body) return reply;
         return { data: { target: body.target, ...deps.faults.set(body.target, body.mode, body.delayMs) } };
+      });
+
+      // ---- rate limits ----------------------------------------------------------------------------------------
+      control.get('/rate-limits', async () => ({ data: deps.rateLimits.all() }));
+      control.post('/rate-limits', async (request, reply) => {
+        const body = parse(RateLimitBody, request.body, reply);
+        if (!body) return reply;
+        if ('off' in body) {
+          deps.rateLimits.clear(body.gateway);
+          return { data: deps.rateLimits.all() };
+        }
+        return { data: { [body.gateway]: deps.rateLimits.set(body.gateway, body.requestsPerSecond, body.burst) } };
       });
 
       // ---- refund refusals -------------------------------------------------------------------------------------

@@ -137,3 +137,67 @@ export class RefundRefusals {
     );
   }
 }
+
+/** The gateways whose request rate the sandbox can be told to limit. */
+export const RATE_LIMITED_GATEWAYS = ['gateway-a', 'gateway-b'] as const;
+export type RateLimitedGateway = (typeof RATE_LIMITED_GATEWAYS)[number];
+
+export interface RateLimitState {
+  /** Requests per second the gateway accepts (a token bucket refilled at this rate). */
+  requestsPerSecond: number;
+  /** The bucket's size: requests accepted at once after a quiet moment. */
+  burst: number;
+  /** Requests served since the limit was set. */
+  allowed: number;
+  /** Requests answered 429 since the limit was set. */
+  limited: number;
+}
+
+/**
+ * A gateway's request rate limit, as gateway A's per-access-token envelope (commonly cited: 25 requests/s, burst 50):
+ * requests above it are answered 429 with Retry-After and carried out no further. Unlike `down`, the gateway is up;
+ * it only tells a caller going too fast to slow down. The counts tell a test how many requests were turned away.
+ */
+export class RateLimits {
+  readonly #limits = new Map<RateLimitedGateway, RateLimitState & { tokens: number; at: number }>();
+
+  set(gateway: RateLimitedGateway, requestsPerSecond: number, burst?: number): RateLimitState {
+    const size = burst ?? Math.max(1, 2 * requestsPerSecond);
+    const state = { requestsPerSecond, burst: size, allowed: 0, limited: 0, tokens: size, at: Date.now() };
+    this.#limits.set(gateway, state);
+    return this.#public(state);
+  }
+
+  clear(gateway?: RateLimitedGateway): void {
+    if (gateway) this.#limits.delete(gateway);
+    else this.#limits.clear();
+  }
+
+  all(): Partial<Record<RateLimitedGateway, RateLimitState>> {
+    return Object.fromEntries([...this.#limits].map(([gateway, state]) => [gateway, this.#public(state)]));
+  }
+
+  /** Counts one request to `gateway`: null when it may go on, else the seconds the caller should wait (≥ 1). */
+  admit(gateway: RateLimitedGateway, now = Date.now()): number | null {
+    const state = this.#limits.get(gateway);
+    if (!state) return null;
+    state.tokens = Math.min(state.burst, state.tokens + ((now - state.at) / 1000) * state.requestsPerSecond);
+    state.at = now;
+    if (state.tokens >= 1) {
+      state.tokens -= 1;
+      state.allowed += 1;
+      return null;
+    }
+    state.limited += 1;
+    return Math.max(1, Math.ceil((1 - state.tokens) / state.requestsPerSecond));
+  }
+
+  #public(state: RateLimitState): RateLimitState {
+    return {
+      requestsPerSecond: state.requestsPerSecond,
+      burst: state.burst,
+      allowed: state.allowed,
+      limited: state.limited,
+    };
+  }
+}

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { resolveSecrets, type SandboxSecrets, type SandboxSecretsOverride } from './config.js';
 import { registerControl } from './control.js';
-import { Faults, type FaultTarget } from './faults.js';
+import { Faults, type FaultTarget, RateLimits } from './faults.js';
 import { GatewayASandbox } from './gateway-a.js';
 import { GatewayBSandbox } from './gateway-b.js';
 import { Notifier } from './notifier.js';
@@ -60,6 +60,7 @@ export async function startSandbox(options: StartSandboxOptions): Promise<Sandbo
   const log = app.log;
 
   const faults = new Faults(options.slowDelayMs ?? 5000);
+  const rateLimits = new RateLimits();
   const notifier = new Notifier({
     log,
     losing: () => faults.get('notifications').mode === 'down',
@@ -99,6 +100,21 @@ export async function startSandbox(options: StartSandboxOptions): Promise<Sandbo
         .send({ message: `${target} is unavailable (sandbox fault)`, error: 'service_unavailable', status: 503 });
       return reply;
     }
+    if (target === 'gateway-a' || target === 'gateway-b') {
+      const retryAfter = rateLimits.admit(target);
+      if (retryAfter !== null) {
+        await reply
+          .code(429)
+          .header('retry-after', String(retryAfter))
+          .send({
+            message: 'Too many requests',
+            error: 'too_many_requests',
+            status: 429,
+            cause: [{ code: 'too_many_requests', description: 'Too many requests', data: null }],
+          });
+        return reply;
+      }
+    }
   });
   // A slow provider lags once it has the whole request, as a real one does: a request whose caller gives up (or
   // dies) while waiting is still carried out, so a refund can happen at the gateway with nobody left to hear of it.
@@ -117,6 +133,7 @@ export async function startSandbox(options: StartSandboxOptions): Promise<Sandbo
     seatmap,
     inbox,
     faults,
+    rateLimits,
     notifier,
     info: () => ({ httpUrl, smtpPort, startedAt }),
   });

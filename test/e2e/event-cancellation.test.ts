@@ -3,6 +3,10 @@
  * are cancelled, its gateway-paid sales refunded (once, even when the organizer had already asked), complimentary
  * sales cancelled, and GET /events/{id} shows the progress.
  */
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { providerUrls } from '../../config/env.js';
+import { GatewayAClient } from '../../integrations/gateway-a/client.js';
+import { refundWorkflowId } from '../../workflows/definitions.js';
 import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
 import { eventually, orderBody, publishEvent, session } from '../support/purchase.js';
 import { available, complimentary, payByCard, reserve, saleOf, ticketsOf } from '../support/sales-ops.js';
@@ -111,6 +115,39 @@ describe('event cancellation (POST /events/{id}/cancel)', () => {
     expect(again.statusCode).toBe(200);
     expect(again.json().data.cancellation.state).toBe('DONE');
     expect(await gatewayARefunds(charge.paymentId)).toHaveLength(1);
+  });
+
+  test('a payment refunded at the gateway outside this service is recorded refunded, not refused, and not refunded again', async () => {
+    // The cancellation's first ask sends the refund without reading the payment first (one request a refund, for the
+    // gateway's budget). Gateway A answers a refund of a payment refunded already, under another key, with a final
+    // 400: read then, that answer is the refund done, not a refusal parked for the operator.
+    const event = await publishEvent(api, organizer, { capacity: 5 });
+    const paid = await reserve(api, event, 'evc-outside', 1);
+    const charge = await payByCard(api, paid.token, paid.order.saleId, 'APRO');
+    expect(charge.saleStatus).toBe('CONFIRMED');
+    const gateway = new GatewayAClient({
+      baseUrl: providerUrls(api.env).gatewayA,
+      accessToken: api.env.GATEWAY_A_ACCESS_TOKEN,
+    });
+    await gateway.refundPayment({
+      paymentId: charge.paymentId,
+      idempotencyKey: `dashboard-${paid.order.saleId}`,
+    });
+
+    expect((await cancelEvent(event.eventId, { reason: 'artist ill' })).statusCode).toBe(200);
+    const done = await eventually(
+      () => getEvent(event.eventId),
+      (current) => current.cancellation?.state === 'DONE',
+      60_000,
+    );
+    expect(done.cancellation).toMatchObject({ state: 'DONE', confirmed: 0, refunded: 1, refused: 0, failures: [] });
+    expect(await saleOf(api, organizer, paid.order.saleId)).toMatchObject({ status: 'REFUNDED' });
+    expect(await gatewayARefunds(charge.paymentId)).toHaveLength(1);
+    // Settled by the page at the gateway's first answer: no refusal handed over to the sale's refund workflow (which
+    // would ask again under a key of its own, read first, and get there only after a refusal's wait).
+    await expect(
+      api.services.temporal.workflow.getHandle(refundWorkflowId(paid.order.saleId)).describe(),
+    ).rejects.toBeInstanceOf(WorkflowNotFoundError);
   });
 
   test('a cancelled event with no sales is done at once; an unknown event is 404', async () => {
