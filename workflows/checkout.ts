@@ -951,6 +951,17 @@ class SaleCheckout {
 
   private assertPayable(): void {
     const expiresAtMs = this.sale?.expiresAtMs ?? null;
+    if (this.phase === 'awaiting_reservation' && !this.reserveFailed) {
+      // The order's reservation is still being made: its workflow task was delayed (a worker restarting, a busy box)
+      // while the API already knew the sale. The request is early, not late: the buyer retries and pays. Only the
+      // validator's answer changes, and a refused update is not in history, so executions replay as before.
+      throw refusal(
+        'SERVICE_UNAVAILABLE',
+        'The reservation is still being made; retry in a moment',
+        { reason: 'reservation_in_progress' },
+        true,
+      );
+    }
     if (this.phase !== 'reserved' || expiresAtMs === null) {
       throw refusal('PAYMENT_UNAVAILABLE', `The sale is ${PHASE_TO_STATUS[this.phase] ?? this.phase}, not pending`, {
         reason: 'not_pending',

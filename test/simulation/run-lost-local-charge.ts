@@ -24,10 +24,10 @@ import {
   chargeCardUpdate,
   checkoutWorkflowId,
   checkPaymentSignal,
-  type PaymentNotification,
   reserveUpdate,
   SA,
 } from '../../workflows/definitions.js';
+import { storyActivities } from './story-activities.js';
 import { seededRandom, World } from './world.js';
 
 const TASK_QUEUE = 'lost-local-charge';
@@ -42,36 +42,12 @@ const NO_FAULTS = { gateway: 0, lostChargeAnswer: 0, database: 0, slowRefund: 0,
 const saleId = '00000000-0000-4000-8000-00000000c4a2';
 const world = new World(1, 'GATEWAY_A', false, seededRandom(1), NO_FAULTS, 1);
 
-/** The checkout's activities, answered by the world (names and shapes as in activities/, as run-simulation.ts does). */
+const storyDefaults = storyActivities(world, saleId);
+/** The world's activities, with the charge that stalls the whole process right after the gateway approved it. */
 const activities = {
-  reserveSale: async (input: { request: Parameters<World['reserveSale']>[1] }) =>
-    world.reserveSale(saleId, input.request),
-  readSaleSnapshot: async () => world.readSaleSnapshot(),
-  confirmSale: async (input: { paymentRef: string | null; queueTicketEmail?: boolean }) =>
-    world.confirmSale(input.paymentRef, input.queueTicketEmail === true),
-  closeUnpaidSale: async (input: { to: 'ABANDONED' | 'CANCELLED' }) => world.closeUnpaidSale(input.to),
-  confirmLatePayment: async (input: { paymentRef: string | null; queueTicketEmail?: boolean }) =>
-    world.confirmLatePayment(input.paymentRef, input.queueTicketEmail === true),
-  recordPaymentStatus: async () => undefined,
-  flagGatewayBRenotification: async () => ({ flagged: false }),
-  recordAttempt: async (input: { kind: string; dedupeKey: string | null; providerPaymentId: string | null }) =>
-    world.recordAttempt(input.kind, input.dedupeKey, input.providerPaymentId),
-  markAttempt: async () => undefined,
-  recordRefundRefused: async (input: { providerPaymentId: string | null }) =>
-    world.recordRefundRefused(input.providerPaymentId),
-  choosePaymentRail: async () => ({ gateway: 'GATEWAY_A' as const, gatewayBOnly: false, eligibleForB: true }),
-  buildPaymentConfiguration: async () => ({
-    gateway: 'GATEWAY_A' as const,
-    publicKey: 'simulated',
-    amount: 1,
-    currency: 'COP',
-    reference: world.sale?.reference ?? '',
-    payerEmail: 'buyer@simulation.test',
-  }),
-  chargeCard: async (input: { request: { cardToken: string }; recordBeforeCharging?: boolean }) => {
-    // As activities/payments.ts: the charge is recorded as leaving before the gateway is called.
-    if (input.recordBeforeCharging) world.recordAttempt('CARD', `card-charging:${input.request.cardToken}`, null);
-    const payment = world.chargeCard(input.request.cardToken);
+  ...storyDefaults,
+  chargeCard: async (input: Parameters<typeof storyDefaults.chargeCard>[0]) => {
+    const payment = await storyDefaults.chargeCard(input);
     if (Context.current().info.isLocal && !stalled) {
       stalled = true;
       world.note(`local charge ${payment.id} answered; the worker stalls ${STALL_MS} ms before its task completes`);
@@ -87,14 +63,6 @@ const activities = {
     }
     return payment;
   },
-  openPsePayment: async () => world.openPsePayment(),
-  readPayment: async (input: { notification: PaymentNotification }) => world.readPayment(input.notification),
-  findSalePayments: async () => world.findSalePayments(),
-  refundPayment: async (input: { providerPaymentId: string | null }) => world.refundPayment(input.providerPaymentId),
-  bookSaleSeats: async () => world.bookSaleSeats(),
-  releaseSaleSeats: async () => world.releaseSaleSeats(),
-  releaseBookedSeats: async () => world.releaseBookedSeats(),
-  emailTickets: async () => world.emailTickets(),
 };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

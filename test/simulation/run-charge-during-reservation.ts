@@ -1,0 +1,126 @@
+/**
+ * One scripted story on the real checkout code and a local Temporal server: the buyer's card charge reaches the
+ * checkout while the order's reservation is still being made. Seen in the worker-kill fault test: the worker died
+ * holding the reservation's workflow task; the API already had the sale (the reservation's step had written it), so
+ * the buyer's retried order found it and went on to pay; the charge update arrived beside the reservation on the
+ * restarted worker, was refused as "not pending" (final), and the buyer's reservation then expired unpaid. Here both
+ * updates are sent while no worker runs, so the worker's first task holds the reservation and the charge together.
+ *
+ *   tsx test/simulation/run-charge-during-reservation.ts
+ *
+ * Prints one JSON line on stdout: { early, afterReservation, saleStatus, violations }.
+ */
+
+import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { workerTracingOptions } from '../../observability/temporal-tracing.js';
+import { temporalBinary } from '../../scripts/support/temporal.js';
+import { createProviderWorker } from '../../worker/provider-worker.js';
+import { buildWorkflowBundleCode } from '../../worker/workflow-bundle.js';
+import type { checkout } from '../../workflows/checkout.js';
+import {
+  type CheckoutInput,
+  chargeCardUpdate,
+  checkoutWorkflowId,
+  reserveUpdate,
+  SA,
+} from '../../workflows/definitions.js';
+import { storyActivities } from './story-activities.js';
+import { seededRandom, World } from './world.js';
+
+const TASK_QUEUE = 'charge-during-reservation';
+/** How long the updates wait for a worker: the server has admitted both by then. */
+const WORKER_DOWN_MS = 1_500;
+const NO_FAULTS = { gateway: 0, lostChargeAnswer: 0, database: 0, slowRefund: 0, slowOpen: 0 };
+
+const saleId = '00000000-0000-4000-8000-00000000c4a3';
+const world = new World(1, 'GATEWAY_A', false, seededRandom(1), NO_FAULTS, 1);
+const activities = storyActivities(world, saleId);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+Runtime.install({ logger: new DefaultLogger('ERROR') });
+const env = await TestWorkflowEnvironment.createLocal({
+  server: {
+    executable: { type: 'existing-path', path: temporalBinary() },
+    searchAttributes: Object.values(SA),
+    ui: false,
+  },
+});
+const client = env.client;
+const workflowId = checkoutWorkflowId(saleId);
+
+const input: CheckoutInput = { saleId, latePaymentGraceMs: 500, paymentPollMs: 200, reserveTimeoutMs: 10_000 };
+const reserving = client.workflow.executeUpdateWithStart(reserveUpdate, {
+  startWorkflowOperation: new WithStartWorkflowOperation<typeof checkout>('checkout', {
+    workflowId,
+    taskQueue: TASK_QUEUE,
+    args: [input],
+    workflowIdConflictPolicy: 'FAIL',
+  }),
+  args: [
+    {
+      origin: 'CUSTOMER',
+      channel: 'WEB',
+      pinnedWorkspaceId: null,
+      eventDateId: 'simulated-date',
+      ticketTypeId: 'simulated-type',
+      quantity: 1,
+      seats: null,
+      holdToken: null,
+      discountCode: null,
+      buyerId: null,
+      buyerEmail: 'buyer@simulation.test',
+      buyer: { name: 'Simulated Buyer', phone: null, idType: null, idNumber: null, nitDigit: null },
+      returnUrl: null,
+      confirmImmediately: false,
+      complimentary: false,
+      paymentWindowMs: 60_000,
+    },
+  ],
+});
+
+/** A charge's outcome as the API reads it: the answer, or the refusal's type, reason and retryability. */
+const charge = () =>
+  client.workflow
+    .getHandle<typeof checkout>(workflowId)
+    .executeUpdate(chargeCardUpdate, { args: [{ cardToken: 'APRO#1', paymentMethodId: null, installments: 1 }] })
+    .then(
+      (answer) => ({ answered: answer }),
+      (error: unknown) => {
+        const cause = error instanceof WorkflowUpdateFailedError ? error.cause : null;
+        if (!(cause instanceof ApplicationFailure)) return { failed: String(error) };
+        const details = (cause.details?.[0] ?? {}) as { reason?: string };
+        return { refused: { type: cause.type, reason: details.reason ?? null, retryable: !cause.nonRetryable } };
+      },
+    );
+
+// The order's reservation and the buyer's charge, both sent while the worker is down (killed, restarting).
+const earlyCharge = (async () => {
+  await sleep(WORKER_DOWN_MS / 3);
+  return charge();
+})();
+await sleep(WORKER_DOWN_MS);
+const { sinks } = workerTracingOptions(null);
+const workers = await Promise.all([
+  Worker.create({
+    connection: env.nativeConnection,
+    taskQueue: TASK_QUEUE,
+    workflowBundle: { code: await buildWorkflowBundleCode() },
+    activities,
+    sinks,
+  }),
+  createProviderWorker({ connection: env.nativeConnection, taskQueue: TASK_QUEUE, activities }),
+]);
+const running = workers.map((worker) => worker.run());
+const early = await earlyCharge;
+await reserving;
+const afterReservation = await charge();
+const saleStatus = world.sale?.status ?? null;
+
+for (const worker of workers) worker.shutdown();
+await Promise.all(running);
+await env.teardown();
+console.log(JSON.stringify({ early, afterReservation, saleStatus, violations: world.violations() }));
+process.exit(0);
