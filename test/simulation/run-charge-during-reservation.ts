@@ -27,7 +27,7 @@ import {
   reserveUpdate,
   SA,
 } from '../../workflows/definitions.js';
-import { storyActivities } from './story-activities.js';
+import { storyActivities, storyReserveRequest } from './story-activities.js';
 import { seededRandom, World } from './world.js';
 
 const TASK_QUEUE = 'charge-during-reservation';
@@ -59,26 +59,7 @@ const reserving = client.workflow.executeUpdateWithStart(reserveUpdate, {
     args: [input],
     workflowIdConflictPolicy: 'FAIL',
   }),
-  args: [
-    {
-      origin: 'CUSTOMER',
-      channel: 'WEB',
-      pinnedWorkspaceId: null,
-      eventDateId: 'simulated-date',
-      ticketTypeId: 'simulated-type',
-      quantity: 1,
-      seats: null,
-      holdToken: null,
-      discountCode: null,
-      buyerId: null,
-      buyerEmail: 'buyer@simulation.test',
-      buyer: { name: 'Simulated Buyer', phone: null, idType: null, idNumber: null, nitDigit: null },
-      returnUrl: null,
-      confirmImmediately: false,
-      complimentary: false,
-      paymentWindowMs: 60_000,
-    },
-  ],
+  args: [storyReserveRequest(60_000)],
 });
 
 /** A charge's outcome as the API reads it: the answer, or the refusal's type, reason and retryability. */

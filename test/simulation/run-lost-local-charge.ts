@@ -27,7 +27,7 @@ import {
   reserveUpdate,
   SA,
 } from '../../workflows/definitions.js';
-import { storyActivities } from './story-activities.js';
+import { storyActivities, storyReserveRequest } from './story-activities.js';
 import { seededRandom, World } from './world.js';
 
 const TASK_QUEUE = 'lost-local-charge';
@@ -107,26 +107,7 @@ const start = new WithStartWorkflowOperation<typeof checkout>('checkout', {
 });
 await client.workflow.executeUpdateWithStart(reserveUpdate, {
   startWorkflowOperation: start,
-  args: [
-    {
-      origin: 'CUSTOMER',
-      channel: 'WEB',
-      pinnedWorkspaceId: null,
-      eventDateId: 'simulated-date',
-      ticketTypeId: 'simulated-type',
-      quantity: 1,
-      seats: null,
-      holdToken: null,
-      discountCode: null,
-      buyerId: null,
-      buyerEmail: 'buyer@simulation.test',
-      buyer: { name: 'Simulated Buyer', phone: null, idType: null, idNumber: null, nitDigit: null },
-      returnUrl: null,
-      confirmImmediately: false,
-      complimentary: false,
-      paymentWindowMs: WINDOW_MS,
-    },
-  ],
+  args: [storyReserveRequest(WINDOW_MS)],
 });
 
 const began = Date.now();

@@ -3,7 +3,7 @@
  * on a local Temporal server (run-lost-local-charge.ts, run-charge-during-reservation.ts): names and shapes as in
  * activities/, as run-simulation.ts does. A story overrides the one activity its fault lives in.
  */
-import type { PaymentNotification } from '../../workflows/definitions.js';
+import type { PaymentNotification, ReserveRequest } from '../../workflows/definitions.js';
 import type { World } from './world.js';
 
 export function storyActivities(world: World, saleId: string) {
@@ -47,3 +47,23 @@ export function storyActivities(world: World, saleId: string) {
     emailTickets: async () => world.emailTickets(),
   };
 }
+
+/** The one-ticket order a story's buyer reserves, paid within `paymentWindowMs`. */
+export const storyReserveRequest = (paymentWindowMs: number): ReserveRequest => ({
+  origin: 'CUSTOMER',
+  channel: 'WEB',
+  pinnedWorkspaceId: null,
+  eventDateId: 'simulated-date',
+  ticketTypeId: 'simulated-type',
+  quantity: 1,
+  seats: null,
+  holdToken: null,
+  discountCode: null,
+  buyerId: null,
+  buyerEmail: 'buyer@simulation.test',
+  buyer: { name: 'Simulated Buyer', phone: null, idType: null, idNumber: null, nitDigit: null },
+  returnUrl: null,
+  confirmImmediately: false,
+  complimentary: false,
+  paymentWindowMs,
+});
