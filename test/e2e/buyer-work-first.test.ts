@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { checkoutPriority } from '../../api/services/task-fairness.js';
+import { onPurpose } from '../../scripts/support/terminations.js';
 import { checkoutWorkflowId } from '../../workflows/definitions.js';
 import { createOrganizer, type Organizer } from '../support/fixtures.js';
 import { orderBody, publishEvent, reserveOrder, signInBuyer } from '../support/purchase.js';
@@ -66,7 +67,9 @@ async function dispatchOrder(taskQueue: string, count: number): Promise<string[]
 }
 
 async function terminate(ids: readonly string[]): Promise<void> {
-  await Promise.allSettled(ids.map((id) => temporal.workflow.getHandle(id).terminate('test over')));
+  await Promise.allSettled(
+    ids.map((id) => temporal.workflow.getHandle(id).terminate(onPurpose('the backlog has been handed out'))),
+  );
 }
 
 /**

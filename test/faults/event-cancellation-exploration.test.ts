@@ -15,6 +15,7 @@ import { seedPaidSales } from '../../bench/lib/cancellation-seed.js';
 import { providerUrls } from '../../config/env.js';
 import { GatewayAClient } from '../../integrations/gateway-a/client.js';
 import { runOperator } from '../../scripts/operator.js';
+import { onPurpose } from '../../scripts/support/terminations.js';
 import { eventCancellationWorkflowId } from '../../workflows/event-cancellation-definitions.js';
 import { seededRandom } from '../simulation/world.js';
 import { cancelEvent, eventOf, refundsAtGateway, setGatewayA } from '../support/event-cancellation.js';
@@ -129,7 +130,7 @@ async function exploreCase(seed: number): Promise<void> {
             run: async () => {
               const running = await handle.describe();
               if (running.status.name !== 'RUNNING') return;
-              await handle.terminate('test: plays the server terminating the run at the history limit');
+              await handle.terminate(onPurpose('plays the server terminating the run at the history limit'));
               terminatedRuns.push(running.runId);
               expect((await cancelEvent(api, organizer, event.eventId, 'the artist fell ill')).statusCode).toBe(200);
             },

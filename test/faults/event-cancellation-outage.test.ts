@@ -17,6 +17,7 @@ import pg from 'pg';
 import { seedPaidSales } from '../../bench/lib/cancellation-seed.js';
 import { providerUrls } from '../../config/env.js';
 import { GatewayAClient } from '../../integrations/gateway-a/client.js';
+import { onPurpose } from '../../scripts/support/terminations.js';
 import { eventCancellationWorkflowId } from '../../workflows/event-cancellation-definitions.js';
 import { cancelEvent, eventOf, refundsAtGateway, setGatewayA } from '../support/event-cancellation.js';
 import { createOrganizer, type Organizer } from '../support/fixtures.js';
@@ -77,7 +78,7 @@ test(
 
       // The server terminates an execution at its history limit; this plays it, mid-outage.
       const terminated = await handle.describe();
-      await handle.terminate('test: plays the server terminating the run at the history limit');
+      await handle.terminate(onPurpose('plays the server terminating the run at the history limit'));
       expect((await cancelEvent(api, organizer, event.eventId)).statusCode).toBe(200);
       const resumed = await handle.describe();
       expect(resumed.runId).not.toBe(terminated.runId);

@@ -18,6 +18,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
+import { onPurpose } from '../../scripts/support/terminations.js';
 import { type RefundResult, refundStatusQuery, refundWorkflowId } from '../../workflows/definitions.js';
 import type { reconciler } from '../../workflows/reconciler.js';
 import { replayHistories, showHistory, writeHistory } from '../replay/recorder.js';
@@ -263,7 +264,7 @@ describe('a refund execution terminated between the gateway refund and the datab
         (status) => status.phase === 'refunding_at_gateway',
         20_000,
       );
-      await handle.terminate('fault test: the refund execution dies after asking the gateway');
+      await handle.terminate(onPurpose('the refund execution dies after asking the gateway'));
       await eventually(
         () => gatewayAPayment(paid.paymentId),
         (payment) => payment.status === 'refunded',
