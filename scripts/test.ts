@@ -14,7 +14,7 @@ import { connectTemporalClient } from '../config/temporal.js';
 import { dropDatabase, recreateDatabase } from './support/database.js';
 import { freePorts, httpOk, type ManagedProcess, startProcess, waitFor } from './support/processes.js';
 import { startTemporalDevServer } from './support/temporal.js';
-import { terminatedOnPurpose } from './support/terminations.js';
+import { brokenExecutions } from './support/terminations.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /**
@@ -98,23 +98,10 @@ async function noBrokenExecutions(env: NodeJS.ProcessEnv): Promise<boolean> {
     TEMPORAL_NAMESPACE: env.TEMPORAL_NAMESPACE ?? 'default',
   });
   try {
-    const query = "ExecutionStatus = 'Failed' OR ExecutionStatus = 'Terminated' OR ExecutionStatus = 'TimedOut'";
-    const broken: string[] = [];
-    let terminatedByTests = 0;
-    for await (const execution of client.workflow.list({ query })) {
-      if (execution.status.name === 'TERMINATED') {
-        const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
-        const ending = history.events?.at(-1)?.workflowExecutionTerminatedEventAttributes;
-        if (terminatedOnPurpose(ending?.reason)) {
-          terminatedByTests += 1;
-          continue;
-        }
-      }
-      broken.push(`${execution.status.name} ${execution.type} ${execution.workflowId} (run ${execution.runId})`);
-    }
+    const { broken, terminatedOnPurpose } = await brokenExecutions(client);
     const { count: completed } = await client.workflow.count("ExecutionStatus = 'Completed'");
     console.log(
-      `  ${completed} executions completed; ${terminatedByTests} terminated on purpose by tests; ` +
+      `  ${completed} executions completed; ${terminatedOnPurpose} terminated on purpose by tests; ` +
         `${broken.length} failed, terminated or timed out`,
     );
     for (const line of broken) console.error(`  ✗ ${line}`);
