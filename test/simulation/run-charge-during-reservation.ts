@@ -13,20 +13,14 @@
 
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
-import { workerTracingOptions } from '../../observability/temporal-tracing.js';
-import { temporalBinary } from '../../scripts/support/temporal.js';
-import { createProviderWorker } from '../../worker/provider-worker.js';
-import { buildWorkflowBundleCode } from '../../worker/workflow-bundle.js';
 import type { checkout } from '../../workflows/checkout.js';
 import {
   type CheckoutInput,
   chargeCardUpdate,
   checkoutWorkflowId,
   reserveUpdate,
-  SA,
 } from '../../workflows/definitions.js';
+import { runSimulationWorkers, startSimulationServer } from './simulation-stack.js';
 import { storyActivities, storyReserveRequest } from './story-activities.js';
 import { seededRandom, World } from './world.js';
 
@@ -40,14 +34,7 @@ const world = new World(1, 'GATEWAY_A', false, seededRandom(1), NO_FAULTS, 1);
 const activities = storyActivities(world, saleId);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-Runtime.install({ logger: new DefaultLogger('ERROR') });
-const env = await TestWorkflowEnvironment.createLocal({
-  server: {
-    executable: { type: 'existing-path', path: temporalBinary() },
-    searchAttributes: Object.values(SA),
-    ui: false,
-  },
-});
+const env = await startSimulationServer();
 const client = env.client;
 const workflowId = checkoutWorkflowId(saleId);
 
@@ -83,25 +70,12 @@ const earlyCharge = (async () => {
   return charge();
 })();
 await sleep(WORKER_DOWN_MS);
-const { sinks } = workerTracingOptions(null);
-const workers = await Promise.all([
-  Worker.create({
-    connection: env.nativeConnection,
-    taskQueue: TASK_QUEUE,
-    workflowBundle: { code: await buildWorkflowBundleCode() },
-    activities,
-    sinks,
-  }),
-  createProviderWorker({ connection: env.nativeConnection, taskQueue: TASK_QUEUE, activities }),
-]);
-const running = workers.map((worker) => worker.run());
+const stopWorkers = await runSimulationWorkers(env, [{ taskQueue: TASK_QUEUE }], activities);
 const early = await earlyCharge;
 await reserving;
 const afterReservation = await charge();
 const saleStatus = world.sale?.status ?? null;
 
-for (const worker of workers) worker.shutdown();
-await Promise.all(running);
-await env.teardown();
+await stopWorkers();
 console.log(JSON.stringify({ early, afterReservation, saleStatus, violations: world.violations() }));
 process.exit(0);

@@ -12,12 +12,6 @@
  */
 import { Context } from '@temporalio/activity';
 import { WithStartWorkflowOperation } from '@temporalio/client';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
-import { workerTracingOptions } from '../../observability/temporal-tracing.js';
-import { temporalBinary } from '../../scripts/support/temporal.js';
-import { createProviderWorker } from '../../worker/provider-worker.js';
-import { buildWorkflowBundleCode } from '../../worker/workflow-bundle.js';
 import type { checkout } from '../../workflows/checkout.js';
 import {
   type CheckoutInput,
@@ -25,8 +19,8 @@ import {
   checkoutWorkflowId,
   checkPaymentSignal,
   reserveUpdate,
-  SA,
 } from '../../workflows/definitions.js';
+import { runSimulationWorkers, startSimulationServer } from './simulation-stack.js';
 import { storyActivities, storyReserveRequest } from './story-activities.js';
 import { seededRandom, World } from './world.js';
 
@@ -67,26 +61,8 @@ const activities = {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-Runtime.install({ logger: new DefaultLogger('ERROR') });
-const env = await TestWorkflowEnvironment.createLocal({
-  server: {
-    executable: { type: 'existing-path', path: temporalBinary() },
-    searchAttributes: Object.values(SA),
-    ui: false,
-  },
-});
-const { sinks } = workerTracingOptions(null);
-const workers = await Promise.all([
-  Worker.create({
-    connection: env.nativeConnection,
-    taskQueue: TASK_QUEUE,
-    workflowBundle: { code: await buildWorkflowBundleCode() },
-    activities,
-    sinks,
-  }),
-  createProviderWorker({ connection: env.nativeConnection, taskQueue: TASK_QUEUE, activities }),
-]);
-const running = workers.map((worker) => worker.run());
+const env = await startSimulationServer();
+const stopWorkers = await runSimulationWorkers(env, [{ taskQueue: TASK_QUEUE }], activities);
 const client = env.client;
 const workflowId = checkoutWorkflowId(saleId);
 
@@ -152,8 +128,6 @@ for await (const run of runs) {
 }
 violations.push(...world.violations());
 
-for (const worker of workers) worker.shutdown();
-await Promise.all(running);
-await env.teardown();
+await stopWorkers();
 console.log(JSON.stringify({ updateOutcome, updateInHistory, violations, story: world.log }));
 process.exit(0);

@@ -17,13 +17,7 @@
 import { parseArgs } from 'node:util';
 import { Context } from '@temporalio/activity';
 import { type Client, WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import type { MembershipVerdict } from '../../activities/memberships.js';
-import { workerTracingOptions } from '../../observability/temporal-tracing.js';
-import { temporalBinary } from '../../scripts/support/temporal.js';
-import { createProviderWorker } from '../../worker/provider-worker.js';
-import { buildWorkflowBundleCode } from '../../worker/workflow-bundle.js';
 import { SA } from '../../workflows/definitions.js';
 import type { membership } from '../../workflows/membership.js';
 import {
@@ -36,6 +30,7 @@ import {
   signupUpdate,
 } from '../../workflows/membership-definitions.js';
 import { type GatewayPayment, MembershipWorld } from './membership-world.js';
+import { type CaseResult, exploreCases, runSimulationWorkers, startSimulationServer } from './simulation-stack.js';
 import { seededRandom } from './world.js';
 
 const { values: options } = parseArgs({
@@ -122,12 +117,6 @@ const ACTIONS: Action[] = [
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 const ignore = () => undefined;
-
-interface CaseResult {
-  seed: number;
-  violations: string[];
-  story: string[];
-}
 
 async function runCase(client: Client, seed: number): Promise<CaseResult> {
   const random = seededRandom(seed);
@@ -388,68 +377,16 @@ async function reconcilerSweep(
   return handedOver;
 }
 
-Runtime.install({ logger: new DefaultLogger(process.env.SIM_LOG_LEVEL === 'debug' ? 'DEBUG' : 'ERROR') });
-const env = await TestWorkflowEnvironment.createLocal({
-  server: {
-    executable: { type: 'existing-path', path: temporalBinary() },
-    searchAttributes: Object.values(SA),
-    ui: false,
-  },
-});
-const workflowBundle = { code: await buildWorkflowBundleCode() };
-const { sinks } = workerTracingOptions(null);
-const workers = await Promise.all([
-  Worker.create({ connection: env.nativeConnection, taskQueue: QUEUES.cached, workflowBundle, activities, sinks }),
-  // A cache of two executions among dozens: runs are evicted all the time and replay their whole history on the
-  // next task, as after a worker restart.
-  Worker.create({
-    connection: env.nativeConnection,
-    taskQueue: QUEUES.replaying,
-    workflowBundle,
-    activities,
-    sinks,
-    maxCachedWorkflows: 2,
-  }),
-  // Refunds and polls scheduled on each queue's provider queue (workflows/local-steps.ts onProviderQueue).
-  ...Object.values(QUEUES).map((taskQueue) =>
-    createProviderWorker({ connection: env.nativeConnection, taskQueue, activities }),
-  ),
-]);
-const running = workers.map((worker) => worker.run());
-
-const startedAt = Date.now();
-const failures: CaseResult[] = [];
-let next = 0;
-let done = 0;
-await Promise.all(
-  Array.from({ length: Math.min(CONCURRENCY, CASES) }, async () => {
-    while (next < CASES) {
-      const seed = FIRST_SEED + next++;
-      let result: CaseResult;
-      try {
-        result = await runCase(env.client, seed);
-      } catch (error) {
-        result = {
-          seed,
-          violations: [`driver error: ${error instanceof Error ? error.message : String(error)}`],
-          story: [],
-        };
-      }
-      if (result.violations.length > 0) {
-        failures.push(result);
-        process.stderr.write(
-          `seed ${seed} FAILED: ${result.violations.join('; ')}\n  story: ${result.story.join(' | ')}\n`,
-        );
-      }
-      done += 1;
-      if (done % 50 === 0) process.stderr.write(`${done}/${CASES} cases explored\n`);
-    }
-  }),
+const env = await startSimulationServer();
+const stop = await runSimulationWorkers(
+  env,
+  [{ taskQueue: QUEUES.cached }, { taskQueue: QUEUES.replaying, maxCachedWorkflows: 2 }],
+  activities,
 );
-for (const worker of workers) worker.shutdown();
-await Promise.all(running);
-await env.teardown();
-const seconds = Math.round((Date.now() - startedAt) / 1000);
-process.stderr.write(`explored ${CASES} cases from seed ${FIRST_SEED} in ${seconds}s; ${failures.length} failed\n`);
+const { failures, seconds } = await exploreCases(
+  { cases: CASES, firstSeed: FIRST_SEED, concurrency: CONCURRENCY, progressEvery: 50 },
+  (seed) => runCase(env.client, seed),
+);
+await stop();
 console.log(JSON.stringify({ cases: CASES, firstSeed: FIRST_SEED, seconds, failures }));
 process.exit(failures.length === 0 ? 0 : 1);

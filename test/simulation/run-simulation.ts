@@ -21,12 +21,6 @@ import { Context } from '@temporalio/activity';
 import { type Client, WithStartWorkflowOperation } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import proto from '@temporalio/proto';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
-import { workerTracingOptions } from '../../observability/temporal-tracing.js';
-import { temporalBinary } from '../../scripts/support/temporal.js';
-import { createProviderWorker } from '../../worker/provider-worker.js';
-import { buildWorkflowBundleCode } from '../../worker/workflow-bundle.js';
 import type { checkout } from '../../workflows/checkout.js';
 import {
   type CheckoutInput,
@@ -40,9 +34,9 @@ import {
   releaseUpdate,
   reserveUpdate,
   retryRefusedRefundSignal,
-  SA,
   saleStatusChangedSignal,
 } from '../../workflows/definitions.js';
+import { type CaseResult, exploreCases, runSimulationWorkers, startSimulationServer } from './simulation-stack.js';
 import { type FaultRates, seededRandom, World, type WorldPayment } from './world.js';
 
 const { values: options } = parseArgs({
@@ -228,12 +222,6 @@ async function keepHistories(
   }
 }
 const ignore = () => undefined;
-
-interface CaseResult {
-  seed: number;
-  violations: string[];
-  story: string[];
-}
 
 async function runCase(client: Client, seed: number): Promise<CaseResult> {
   const random = seededRandom(seed);
@@ -508,71 +496,17 @@ async function runCase(client: Client, seed: number): Promise<CaseResult> {
   return { seed, violations, story: world.log };
 }
 
-// Injected faults make activities fail by the hundred; their warnings would drown the verdict.
-Runtime.install({ logger: new DefaultLogger(process.env.SIM_LOG_LEVEL === 'debug' ? 'DEBUG' : 'ERROR') });
-const env = await TestWorkflowEnvironment.createLocal({
-  server: {
-    executable: { type: 'existing-path', path: temporalBinary() },
-    searchAttributes: Object.values(SA),
-    ui: false,
-  },
-});
-// The bundle the worker runs (shared modules, stack depth, interceptors), so the simulation checks what production runs.
-const workflowBundle = { code: await buildWorkflowBundleCode() };
-const { sinks } = workerTracingOptions(null);
-const workers = await Promise.all([
-  Worker.create({ connection: env.nativeConnection, taskQueue: QUEUES.cached, workflowBundle, activities, sinks }),
-  // A cache of two executions among dozens: runs are evicted all the time and replay their whole history on the
-  // next task, as after a worker restart.
-  Worker.create({
-    connection: env.nativeConnection,
-    taskQueue: QUEUES.replaying,
-    workflowBundle,
-    activities,
-    sinks,
-    maxCachedWorkflows: 2,
-  }),
-  // Refunds and polls scheduled on each queue's provider queue (workflows/local-steps.ts onProviderQueue).
-  ...Object.values(QUEUES).map((taskQueue) =>
-    createProviderWorker({ connection: env.nativeConnection, taskQueue, activities }),
-  ),
-]);
-const running = workers.map((worker) => worker.run());
-
-const startedAt = Date.now();
-const failures: CaseResult[] = [];
-let next = 0;
-let done = 0;
-await Promise.all(
-  Array.from({ length: Math.min(CONCURRENCY, CASES) }, async () => {
-    while (next < CASES) {
-      const seed = FIRST_SEED + next++;
-      let result: CaseResult;
-      try {
-        result = await runCase(env.client, seed);
-      } catch (error) {
-        result = {
-          seed,
-          violations: [`driver error: ${error instanceof Error ? error.message : String(error)}`],
-          story: [],
-        };
-      }
-      if (result.violations.length > 0) {
-        failures.push(result);
-        process.stderr.write(
-          `seed ${seed} FAILED: ${result.violations.join('; ')}\n  story: ${result.story.join(' | ')}\n`,
-        );
-      }
-      done += 1;
-      if (done % 100 === 0) process.stderr.write(`${done}/${CASES} cases explored\n`);
-    }
-  }),
+const env = await startSimulationServer();
+const stop = await runSimulationWorkers(
+  env,
+  [{ taskQueue: QUEUES.cached }, { taskQueue: QUEUES.replaying, maxCachedWorkflows: 2 }],
+  activities,
 );
-for (const worker of workers) worker.shutdown();
-await Promise.all(running);
-await env.teardown();
-const seconds = Math.round((Date.now() - startedAt) / 1000);
-process.stderr.write(`explored ${CASES} cases from seed ${FIRST_SEED} in ${seconds}s; ${failures.length} failed\n`);
+const { failures, seconds } = await exploreCases(
+  { cases: CASES, firstSeed: FIRST_SEED, concurrency: CONCURRENCY, progressEvery: 100 },
+  (seed) => runCase(env.client, seed),
+);
+await stop();
 process.stderr.write(`card charges: ${JSON.stringify(cardCharges)}\n`);
 console.log(JSON.stringify({ cases: CASES, firstSeed: FIRST_SEED, seconds, cardCharges, failures }));
 process.exit(failures.length === 0 ? 0 : 1);
