@@ -11,16 +11,21 @@
  */
 
 import pg from 'pg';
-import { seedPaidSales } from '../../bench/lib/cancellation-seed.js';
-import { providerUrls } from '../../config/env.js';
-import { GatewayAClient } from '../../integrations/gateway-a/client.js';
 import { runOperator } from '../../scripts/operator.js';
 import { onPurpose } from '../../scripts/support/terminations.js';
 import { eventCancellationWorkflowId } from '../../workflows/event-cancellation-definitions.js';
 import { seededRandom } from '../simulation/world.js';
-import { cancelEvent, eventOf, refundsAtGateway, setGatewayA } from '../support/event-cancellation.js';
+import {
+  cancelEvent,
+  eventOf,
+  eventOfPaidSales,
+  notRefundedOnce,
+  refundRecordsOf,
+  refundsAtGateway,
+  setGatewayA,
+} from '../support/event-cancellation.js';
 import { createOrganizer, type Organizer } from '../support/fixtures.js';
-import { eventually, publishEvent } from '../support/purchase.js';
+import { eventually } from '../support/purchase.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
 const CASES = Number(process.env.EXPLORE_CASES ?? 3);
@@ -95,17 +100,7 @@ async function exploreCase(seed: number): Promise<void> {
   const plan = planOf(seed);
   const label = `seed ${seed}: ${JSON.stringify(plan)}`;
   process.stdout.write(`  [event-cancellation-exploration] ${label}\n`);
-  const event = await publishEvent(api, organizer, { capacity: plan.sales, price: PRICE });
-  const sales = await seedPaidSales({
-    query: async (sql, params) => (await pool.query(sql, params)).rows,
-    gatewayA: new GatewayAClient({
-      baseUrl: providerUrls(api.env).gatewayA,
-      accessToken: api.env.GATEWAY_A_ACCESS_TOKEN,
-    }),
-    event,
-    count: plan.sales,
-    price: PRICE,
-  });
+  const { event, sales } = await eventOfPaidSales(api, organizer, pool, { count: plan.sales, price: PRICE });
   const refusedSales = sales.filter((_, index) => index < Math.round(plan.sales * plan.refusedShare));
   for (const sale of refusedSales) {
     await control('POST', '/refund-refusals', { gateway: 'gateway-a', providerPaymentId: sale.paymentId });
@@ -167,25 +162,13 @@ async function exploreCase(seed: number): Promise<void> {
 
   const ids = sales.map((sale) => sale.saleId);
   const records = await eventually(
-    async () =>
-      (
-        await pool.query<{ sale_id: string; status: string; refunds: number; notices: number }>(
-          `select s.id as sale_id, s.status,
-                (select count(*)::int from payment_attempts a
-                  where a.sale_id = s.id and a.kind = 'REFUND' and a.status = 'refunded'
-                    and a.dedupe_key not like 'refund-request:%') as refunds,
-                (select count(*)::int from outbox_events o
-                  where o.type = 'sale.refunded' and o.payload->>'saleId' = s.id::text) as notices
-           from sales s where s.id = any($1::uuid[])`,
-          [ids],
-        )
-      ).rows,
+    () => refundRecordsOf(pool, ids),
     (rows) => rows.every((row) => row.status === 'REFUNDED'),
     5 * 60_000,
   );
   expect({
     label,
-    wrong: records.filter((row) => row.status !== 'REFUNDED' || row.refunds !== 1 || row.notices !== 1),
+    wrong: notRefundedOnce(records),
   }).toEqual({
     label,
     wrong: [],

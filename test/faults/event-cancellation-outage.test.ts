@@ -14,14 +14,19 @@
  */
 
 import pg from 'pg';
-import { seedPaidSales } from '../../bench/lib/cancellation-seed.js';
-import { providerUrls } from '../../config/env.js';
-import { GatewayAClient } from '../../integrations/gateway-a/client.js';
 import { onPurpose } from '../../scripts/support/terminations.js';
 import { eventCancellationWorkflowId } from '../../workflows/event-cancellation-definitions.js';
-import { cancelEvent, eventOf, refundsAtGateway, setGatewayA } from '../support/event-cancellation.js';
+import {
+  cancelEvent,
+  eventOf,
+  eventOfPaidSales,
+  notRefundedOnce,
+  refundRecordsOf,
+  refundsAtGateway,
+  setGatewayA,
+} from '../support/event-cancellation.js';
 import { createOrganizer, type Organizer } from '../support/fixtures.js';
-import { eventually, publishEvent } from '../support/purchase.js';
+import { eventually } from '../support/purchase.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
 const SALES = 2_000;
@@ -47,18 +52,7 @@ const log = (line: string) => process.stdout.write(`  [event-cancellation-outage
 test(
   `a ${SALES}-sale event cancelled during a 2-minute gateway A outage refunds every sale exactly once; re-posting the cancel resumes a terminated run`,
   async () => {
-    const event = await publishEvent(api, organizer, { capacity: SALES, price: PRICE });
-    const gatewayA = new GatewayAClient({
-      baseUrl: providerUrls(api.env).gatewayA,
-      accessToken: api.env.GATEWAY_A_ACCESS_TOKEN,
-    });
-    const sales = await seedPaidSales({
-      query: async (sql, params) => (await pool.query(sql, params)).rows,
-      gatewayA,
-      event,
-      count: SALES,
-      price: PRICE,
-    });
+    const { event, sales } = await eventOfPaidSales(api, organizer, pool, { count: SALES, price: PRICE });
     log(`${sales.length} paid sales seeded`);
 
     await setGatewayA(api, 'down');
@@ -112,18 +106,9 @@ test(
 
       // Exactly once, by the database's records (the gateway's confirmation; the request row is marked refunded too)...
       const ids = sales.map((sale) => sale.saleId);
-      const { rows: records } = await pool.query<{ sale_id: string; status: string; refunds: number; notices: number }>(
-        `select s.id as sale_id, s.status,
-              (select count(*)::int from payment_attempts a
-                where a.sale_id = s.id and a.kind = 'REFUND' and a.status = 'refunded'
-                  and a.dedupe_key not like 'refund-request:%') as refunds,
-              (select count(*)::int from outbox_events o
-                where o.type = 'sale.refunded' and o.payload->>'saleId' = s.id::text) as notices
-         from sales s where s.id = any($1::uuid[])`,
-        [ids],
-      );
+      const records = await refundRecordsOf(pool, ids);
       expect(records).toHaveLength(SALES);
-      expect(records.filter((row) => row.status !== 'REFUNDED' || row.refunds !== 1 || row.notices !== 1)).toEqual([]);
+      expect(notRefundedOnce(records)).toEqual([]);
       const { rows: stock } = await pool.query<{ available: number }>(
         'select sum(available)::int as available from ticket_stock where ticket_type_id = $1',
         [event.ticketTypeId],

@@ -17,13 +17,17 @@
  */
 
 import pg from 'pg';
-import { seedPaidSales } from '../../bench/lib/cancellation-seed.js';
-import { providerUrls } from '../../config/env.js';
-import { GatewayAClient } from '../../integrations/gateway-a/client.js';
-import { cancelEvent, eventOf, refundsAtGateway } from '../support/event-cancellation.js';
+import {
+  cancelEvent,
+  eventOf,
+  eventOfPaidSales,
+  notRefundedOnce,
+  refundRecordsOf,
+  refundsAtGateway,
+} from '../support/event-cancellation.js';
 import { createOrganizer, type Organizer } from '../support/fixtures.js';
 import { type PrivateProcess, privateTaskQueue, startPrivateWorker } from '../support/private-stack.js';
-import { eventually, publishEvent } from '../support/purchase.js';
+import { eventually } from '../support/purchase.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
 const SALES = 60;
@@ -80,18 +84,7 @@ const log = (line: string) => process.stdout.write(`  [event-cancellation-rate-l
 test(
   `a ${SALES}-sale event cancelled under gateway A's request limit: refunded exactly once, no 429, one request a refund`,
   async () => {
-    const event = await publishEvent(api, organizer, { capacity: SALES, price: PRICE });
-    const gatewayA = new GatewayAClient({
-      baseUrl: providerUrls(api.env).gatewayA,
-      accessToken: api.env.GATEWAY_A_ACCESS_TOKEN,
-    });
-    const sales = await seedPaidSales({
-      query: async (sql, params) => (await pool.query(sql, params)).rows,
-      gatewayA,
-      event,
-      count: SALES,
-      price: PRICE,
-    });
+    const { event, sales } = await eventOfPaidSales(api, organizer, pool, { count: SALES, price: PRICE });
     log(`${sales.length} paid sales seeded`);
 
     // A burst of 4N rather than 2N: the shared stack's own processes (the reconciler's reads) may take a few of the
@@ -117,18 +110,9 @@ test(
 
     // Exactly once, by the database's records...
     const ids = sales.map((sale) => sale.saleId);
-    const { rows: records } = await pool.query<{ status: string; refunds: number; notices: number }>(
-      `select s.status,
-              (select count(*)::int from payment_attempts a
-                where a.sale_id = s.id and a.kind = 'REFUND' and a.status = 'refunded'
-                  and a.dedupe_key not like 'refund-request:%') as refunds,
-              (select count(*)::int from outbox_events o
-                where o.type = 'sale.refunded' and o.payload->>'saleId' = s.id::text) as notices
-         from sales s where s.id = any($1::uuid[])`,
-      [ids],
-    );
+    const records = await refundRecordsOf(pool, ids);
     expect(records).toHaveLength(SALES);
-    expect(records.filter((row) => row.status !== 'REFUNDED' || row.refunds !== 1 || row.notices !== 1)).toEqual([]);
+    expect(notRefundedOnce(records)).toEqual([]);
     // ...and by the gateway's: one refund per payment.
     const atGateway = await refundsAtGateway(api, sales);
     expect([...atGateway.values()].filter((count) => count !== 1)).toEqual([]);
