@@ -524,7 +524,9 @@ const machine = {
   temporalCli: TEMPORAL_CLI_VERSION,
   poolMax: POOL_MAX,
   temporalPersistence: args.temporalMode,
-  note: 'Temporal dev server, Postgres, Redis, API, worker, sandbox and load generator share the machine',
+  note: `${
+    args.temporalMode === 'server' ? `Temporal server ${TEMPORAL_SERVER_VERSION} on PostgreSQL` : 'Temporal dev server'
+  }, Postgres, Redis, API, worker, sandbox and load generator share the machine`,
 };
 const flashRun = results.flashSale as Awaited<ReturnType<typeof reserveRun>>['run'] | undefined;
 const confirmResult = results.confirm as Awaited<ReturnType<typeof confirmRun>> | undefined;
