@@ -99,6 +99,9 @@ export async function buildApp(
     redis: services.redis,
     orm: services.orm,
     turnWindowMs: services.env.WAITING_ROOM_TURN_MS,
+    ...(services.env.WAITING_ROOM_REQUESTS_PER_PROCESS === undefined
+      ? {}
+      : { roomRequests: services.env.WAITING_ROOM_REQUESTS_PER_PROCESS }),
     shedEventLoopUtilization: services.env.LOAD_SHED_MAX_EVENT_LOOP_UTILIZATION,
     shedEventLoopDelayMs: services.env.LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS,
     temporal: { client: services.temporal, taskQueue: services.env.TEMPORAL_TASK_QUEUE },

@@ -325,6 +325,8 @@ try {
         return;
       }
       turn = (polled.body as { data: Turn }).data;
+      // As the room asks: a poll the API could not hold comes back at once, with a pollAfterMs of seconds.
+      if (turn.status === 'waiting' && Date.now() + turn.pollAfterMs < deadline) await sleep(turn.pollAfterMs);
     }
     if (turn.status === 'sold_out') {
       trace.soldOutSeenAt = Date.now();

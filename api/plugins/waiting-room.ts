@@ -9,12 +9,22 @@ import type { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Redis } from 'ioredis';
+import { AppError } from '../../domain/errors.js';
 import { type AdmissionLimits, DEFAULT_ADMISSION_LIMITS } from '../services/admission-controller.js';
 import { TaskBacklogSampler, temporalTaskBacklog } from '../services/task-backlog.js';
 import { ReservationLatencies, WaitingRoomTicker } from '../services/waiting-room-ticker.js';
-import { RoomWatch } from '../services/waiting-room-watch.js';
+import {
+  heldPollCapacity,
+  RoomWatch,
+  roomBusyRetryAfterSeconds,
+  roomRequestCapacity,
+} from '../services/waiting-room-watch.js';
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A waiting-room route: counted against the process's room-request budget (see below). */
+    waitingRoom?: boolean;
+  }
   interface FastifyInstance {
     waitingRoomLatencies: ReservationLatencies;
     /** Long-polling waiters of this process (GET /api/public/queue/{id}?waitMs=…). */
@@ -26,6 +36,11 @@ export interface WaitingRoomPluginOptions {
   redis: Redis;
   orm: MikroORM;
   turnWindowMs: number;
+  /**
+   * Waiting-room requests this process holds at once (long polls held open, and joins and polls being answered);
+   * from its heap limit when unset (services/waiting-room-watch.ts).
+   */
+  roomRequests?: number;
   /** The load-shedding thresholds, so admission slows at a fraction of them. */
   shedEventLoopUtilization: number;
   shedEventLoopDelayMs: number;
@@ -72,9 +87,35 @@ export const waitingRoomPlugin = fp(
         pressure: () => (app.hasDecorator('apiMetrics') ? (app.apiMetrics.pressure?.() ?? null) : null),
       },
     });
+    const roomRequests = options.roomRequests ?? roomRequestCapacity();
     // Subscribing takes a connection of its own: a subscribed ioredis connection runs no other command.
-    const watch = new RoomWatch(options.redis.duplicate());
+    const watch = new RoomWatch(options.redis.duplicate(), heldPollCapacity(roomRequests));
     app.decorate('waitingRoomWatch', watch);
+
+    /**
+     * The room's routes are never shed on event-loop pressure (they are what keeps the crowd off the buying routes),
+     * but a crowd can still hold more of them at once than the heap has room for: 20,000 joins within 10 s crashed a
+     * 256 MB process. Past the budget a room request is refused before it costs anything, with the contract's 503 and a
+     * Retry-After of a few seconds, spread; the buyer's browser asks again then.
+     */
+    let roomRequestsInFlight = 0;
+    app.addHook('onRequest', async (request, reply) => {
+      if (!request.routeOptions.config?.waitingRoom) return;
+      if (roomRequestsInFlight >= roomRequests) {
+        if (app.hasDecorator('apiMetrics')) app.apiMetrics.shed.inc({ reason: 'waiting_room_requests' });
+        const busy = new AppError(
+          'SERVICE_UNAVAILABLE',
+          'The waiting room is busy on this server; retry after the Retry-After delay',
+          { details: { reason: 'waiting_room_busy' } },
+        );
+        // Sent here, not thrown: the error handler would log each refusal, the last thing a crowded process needs.
+        return reply.status(busy.status).header('retry-after', String(roomBusyRetryAfterSeconds())).send(busy.toBody());
+      }
+      roomRequestsInFlight += 1;
+      reply.raw.once('close', () => {
+        roomRequestsInFlight -= 1;
+      });
+    });
     app.addHook('onReady', async () => {
       ticker.start();
       // Not awaited: a Redis that is down or never answers must not keep the API from starting (every other Redis use

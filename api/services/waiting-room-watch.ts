@@ -7,13 +7,51 @@
  * changes: sold out or not, and the join number of the last turn admitted. Every API process subscribes once and wakes
  * the waiters the signal concerns; each woken request then reads its own standing from Redis.
  */
+import { getHeapStatistics } from 'node:v8';
 import type { Redis } from 'ioredis';
 
 export const ROOM_SIGNALS_CHANNEL = 'wr:signals';
 /** Longest a GET may wait. */
 export const MAX_WAIT_MS = 25_000;
-/** Waiters one process holds at most; past it, requests are answered at once (the browser polls). */
-const MAX_WAITERS = 50_000;
+/**
+ * Heap one waiting-room request keeps while this process holds it (its request, reply, socket and promise chain, held
+ * in a long poll or waiting on Redis). The crowd bench measured about 7 KB: 20,000 buyers joining within 10 s took
+ * one API process from 110 MB to its 256 MB heap limit and it crashed (`crowd-2026-11-29-20000-before-held-cap`; the
+ * join burst alone did it once polls were bounded). Counted with room to spare.
+ */
+export const ROOM_REQUEST_BYTES = 12 * 1024;
+/** Share of the process's heap limit the room's requests may take; the rest is the process's own and other routes'. */
+const ROOM_REQUESTS_HEAP_SHARE = 0.4;
+/** Share of the room's requests that may be long polls held open: the rest keeps joins and fresh polls answered. */
+const HELD_POLLS_SHARE = 0.75;
+
+/**
+ * How many waiting-room requests one process can hold at once without running out of heap (about 8,700 with the
+ * API's 256 MB heap). Past it, a request is refused at once with 503 and Retry-After, before it costs anything: a
+ * crowd larger than that is spread over time, and more API replicas hold more of it.
+ */
+export function roomRequestCapacity(heapLimitBytes: number = getHeapStatistics().heap_size_limit): number {
+  return Math.max(1, Math.floor((heapLimitBytes * ROOM_REQUESTS_HEAP_SHARE) / ROOM_REQUEST_BYTES));
+}
+
+/** The long polls a process holds at most, of its room requests. */
+export function heldPollCapacity(roomRequests: number): number {
+  return Math.floor(roomRequests * HELD_POLLS_SHARE);
+}
+
+/** When a refused room request may come back: 1–5 s, spread at random so the refused part of a crowd does not return at once. */
+export function roomBusyRetryAfterSeconds(random: () => number = Math.random): number {
+  return 1 + Math.floor(random() * 5);
+}
+
+/**
+ * When to come back, for a long poll the process could not hold: about when a held one would have been answered
+ * (between half and all of the wait asked for), spread at random so the unheld part of a crowd does not return at once.
+ */
+export function unheldPollAfterMs(waitMs: number, random: () => number = Math.random): number {
+  const wait = Math.min(waitMs, MAX_WAIT_MS);
+  return Math.round(wait * (0.5 + 0.5 * random()));
+}
 
 export interface RoomSignal {
   eventDateId: string;
@@ -39,7 +77,16 @@ export class RoomWatch {
   private count = 0;
   private started = false;
 
-  constructor(private readonly subscriber: Redis) {}
+  constructor(
+    private readonly subscriber: Redis,
+    /** Waiters this process holds at most; past it, `wait` answers at once with false. */
+    private readonly capacity: number = heldPollCapacity(roomRequestCapacity()),
+  ) {}
+
+  /** Long polls held now. */
+  get held(): number {
+    return this.count;
+  }
 
   async start(): Promise<void> {
     if (this.started) return;
@@ -56,9 +103,12 @@ export class RoomWatch {
     await this.subscriber.subscribe(ROOM_SIGNALS_CHANNEL).catch(() => undefined);
   }
 
-  /** Resolves when a signal concerns this turn, when `timeoutMs` passes, or when the process closes. */
-  wait(eventDateId: string, turn: { seq: number; soldOut: boolean }, timeoutMs: number): Promise<void> {
-    if (this.count >= MAX_WAITERS || timeoutMs <= 0) return Promise.resolve();
+  /**
+   * Resolves with true when a signal concerns this turn, when `timeoutMs` passes, or when the process closes; at once
+   * with false when the process holds as many waiters as its heap allows (or no wait was asked for).
+   */
+  wait(eventDateId: string, turn: { seq: number; soldOut: boolean }, timeoutMs: number): Promise<boolean> {
+    if (this.count >= this.capacity || timeoutMs <= 0) return Promise.resolve(false);
     return new Promise((resolve) => {
       let set = this.waiters.get(eventDateId);
       if (!set) {
@@ -72,7 +122,7 @@ export class RoomWatch {
           clearTimeout(timer);
           if (room.delete(waiter)) this.count -= 1;
           if (room.size === 0 && this.waiters.get(eventDateId) === room) this.waiters.delete(eventDateId);
-          resolve();
+          resolve(true);
         },
       };
       const timer = setTimeout(waiter.wake, Math.min(timeoutMs, MAX_WAIT_MS));

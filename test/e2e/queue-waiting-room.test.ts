@@ -239,6 +239,86 @@ describe('waiting room', () => {
     }
   });
 
+  test('a process holds only the room requests its heap allows: unheld polls are asked back later, the rest get 503', async () => {
+    // A budget of 4 room requests: 3 long polls held at most.
+    const small = await startTestApi({ ...apiEnv, WAITING_ROOM_REQUESTS_PER_PROCESS: '4' });
+    try {
+      const event = await publishEvent(small, organizer, {
+        capacity: 50,
+        maxPerOrder: 1,
+        date: { virtualQueue: true, queueMaxActive: 1 },
+      });
+      const dateId = event.eventDateId;
+      const turns: Turn[] = [];
+      for (let buyer = 0; buyer < 5; buyer += 1) turns.push(await join(small, dateId));
+      // Read one at a time: five at once would pass the budget of four.
+      const oneByOne = async () => {
+        const all: Turn[] = [];
+        for (const turn of turns) all.push(await standing(small, dateId, turn.token));
+        return all;
+      };
+      await eventually(
+        oneByOne,
+        (all) => all[0]!.admitted && all.slice(1).every((turn) => turn.status === 'waiting'),
+        10_000,
+      );
+      const longPoll = (token: string, waitMs: number) => {
+        const sent = Date.now();
+        return small
+          .request({ method: 'GET', url: `/api/public/queue/${dateId}?token=${token}&waitMs=${waitMs}` })
+          .then((response) => ({
+            status: response.statusCode,
+            turn: response.json().data as Turn,
+            afterMs: Date.now() - sent,
+          }));
+      };
+      const held = [1, 2, 3].map((buyer) => longPoll(turns[buyer]!.token, 4_000));
+      await eventually(
+        async () => small.app.waitingRoomWatch.held,
+        (count) => count === 3,
+        5_000,
+      );
+      // Three polls held: the next long poll is answered now, told to come back in 10–20 s.
+      const unheld = await longPoll(turns[4]!.token, 20_000);
+      expect(unheld.status).toBe(200);
+      expect(unheld.turn).toMatchObject({ status: 'waiting', position: 4 });
+      expect(unheld.afterMs).toBeLessThan(3_000);
+      expect(unheld.turn.pollAfterMs).toBeGreaterThanOrEqual(10_000);
+      expect(unheld.turn.pollAfterMs).toBeLessThanOrEqual(20_000);
+      // Joins sent at once while three are held: the fourth room request is taken, those past it are refused.
+      const joins = await Promise.all(
+        Array.from({ length: 4 }, () =>
+          small.request({
+            method: 'POST',
+            url: `/api/public/queue/${dateId}`,
+            remoteAddress: uniqueClientAddress(),
+          }),
+        ),
+      );
+      const refused = joins.filter((response) => response.statusCode === 503);
+      expect(joins.filter((response) => response.statusCode === 200).length).toBeGreaterThanOrEqual(1);
+      expect(refused.length).toBeGreaterThanOrEqual(1);
+      for (const response of refused) {
+        expect(response.json().error).toMatchObject({
+          code: 'SERVICE_UNAVAILABLE',
+          retryable: true,
+          details: { reason: 'waiting_room_busy' },
+        });
+        expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+        expect(Number(response.headers['retry-after'])).toBeLessThanOrEqual(5);
+      }
+      // The held ones waited for their wait (nothing changed for them) and were asked back at the usual cadence.
+      for (const answered of await Promise.all(held)) {
+        expect(answered.turn).toMatchObject({ status: 'waiting', pollAfterMs: 800 });
+        expect(answered.afterMs).toBeGreaterThanOrEqual(3_500);
+      }
+      // Once they are answered the budget is free again.
+      expect((await small.request({ method: 'POST', url: `/api/public/queue/${dateId}` })).statusCode).toBe(200);
+    } finally {
+      await small.close();
+    }
+  });
+
   test('customer orders without a turn are refused with reason queue_turn_required', async () => {
     const event = await publishEvent(one, organizer, { date: { virtualQueue: true } });
     const token = await signInBuyer(one, `queue-${Math.random().toString(36).slice(2, 9)}@buyers.test`);

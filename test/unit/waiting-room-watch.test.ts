@@ -3,7 +3,16 @@
  * turn, the date selling out, stock coming back; and only those.
  */
 import type { Redis } from 'ioredis';
-import { type RoomSignal, RoomWatch, signalConcerns } from '../../api/services/waiting-room-watch.js';
+import {
+  heldPollCapacity,
+  ROOM_REQUEST_BYTES,
+  type RoomSignal,
+  RoomWatch,
+  roomBusyRetryAfterSeconds,
+  roomRequestCapacity,
+  signalConcerns,
+  unheldPollAfterMs,
+} from '../../api/services/waiting-room-watch.js';
 
 const signal = (overrides: Partial<RoomSignal> = {}): RoomSignal => ({
   eventDateId: 'date-1',
@@ -35,5 +44,44 @@ describe('waiting-room long-poll signals', () => {
     await watch.stop();
     await Promise.all(waits);
     expect(woken.sort()).toEqual(['date-1 #2', 'date-1 #9', 'date-2 #1']);
+  });
+
+  test('a process holds no more long polls than its heap allows; past that the answer is at once', async () => {
+    const watch = new RoomWatch({} as Redis, 2);
+    const held = [
+      watch.wait('date-1', { seq: 1, soldOut: false }, 25_000),
+      watch.wait('date-1', { seq: 2, soldOut: false }, 25_000),
+    ];
+    expect(watch.held).toBe(2);
+    await expect(watch.wait('date-1', { seq: 3, soldOut: false }, 25_000)).resolves.toBe(false);
+    expect(watch.held).toBe(2);
+    watch.deliver(signal({ lastAdmittedSeq: 1 }));
+    await expect(held[0]).resolves.toBe(true);
+    // The slot it left is free again.
+    const next = watch.wait('date-1', { seq: 4, soldOut: false }, 25_000);
+    expect(watch.held).toBe(2);
+    await watch.stop();
+    await expect(Promise.all([held[1], next])).resolves.toEqual([true, true]);
+  });
+
+  test("the room's budget is a share of the heap limit: 256 MB hold some 8,700 requests, three quarters of them held", () => {
+    const heap = 256 * 1024 * 1024;
+    const requests = roomRequestCapacity(heap);
+    expect(requests).toBeGreaterThan(8_000);
+    expect(requests * ROOM_REQUEST_BYTES).toBeLessThan(heap / 2);
+    expect(roomRequestCapacity(2 * heap)).toBe(2 * requests);
+    expect(heldPollCapacity(requests)).toBe(Math.floor(requests * 0.75));
+    expect(heldPollCapacity(4)).toBe(3);
+  });
+
+  test('a refused room request comes back after 1 to 5 s, spread', () => {
+    expect(roomBusyRetryAfterSeconds(() => 0)).toBe(1);
+    expect(roomBusyRetryAfterSeconds(() => 0.999_999)).toBe(5);
+  });
+
+  test('an unheld poll comes back between half and all of the wait asked for, never past the longest wait', () => {
+    expect(unheldPollAfterMs(20_000, () => 0)).toBe(10_000);
+    expect(unheldPollAfterMs(20_000, () => 0.999_999)).toBe(20_000);
+    expect(unheldPollAfterMs(60_000, () => 0.999_999)).toBe(25_000);
   });
 });

@@ -10,7 +10,7 @@ import { publicAccess } from '../../http/route-access.js';
 import { hashSessionToken, presentedSessionToken } from '../../plugins/customer-auth.js';
 import { enforcePublicLimit, rateLimitClientKey } from '../../plugins/rate-limit.js';
 import { joinRoom, turnStanding, waitingRoomOf, watchedTurn } from '../../services/waiting-room.js';
-import { MAX_WAIT_MS } from '../../services/waiting-room-watch.js';
+import { MAX_WAIT_MS, unheldPollAfterMs } from '../../services/waiting-room-watch.js';
 import type { ApiServices } from '../../services.js';
 import { presentedQueueToken } from '../customer/orders.js';
 
@@ -82,7 +82,7 @@ export const publicQueueRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
   app.post(
     '/queue/:eventDateId',
     {
-      config: { ...publicAccess(), neverShed: true },
+      config: { ...publicAccess(), neverShed: true, waitingRoom: true },
       schema: {
         tags: ['orders'],
         summary: 'Join the waiting room of a high-demand date; returns a turn token and its position',
@@ -115,7 +115,7 @@ export const publicQueueRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
     {
       // A crowd behind one NAT shares an address: the per-address limit would refuse it as one client. Polls are
       // counted per turn token instead, and only what presents no known turn counts against the address.
-      config: { ...publicAccess(), neverShed: true, limitedPerTurn: true },
+      config: { ...publicAccess(), neverShed: true, limitedPerTurn: true, waitingRoom: true },
       schema: {
         tags: ['orders'],
         summary: 'Standing of a turn in the waiting room: position, estimated wait, admitted, expired or sold out',
@@ -159,8 +159,14 @@ export const publicQueueRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
       let turn = first.turn;
       const waitMs = request.query.waitMs ?? 0;
       if (waitMs > 0 && (turn.status === 'waiting' || turn.status === 'sold_out')) {
-        await app.waitingRoomWatch.wait(date.id, { seq: first.seq, soldOut: turn.status === 'sold_out' }, waitMs);
-        turn = (await requireRedis('The waiting room', () => turnStanding(room, date.id, token))) ?? turn;
+        const soldOut = turn.status === 'sold_out';
+        if (await app.waitingRoomWatch.wait(date.id, { seq: first.seq, soldOut }, waitMs)) {
+          turn = (await requireRedis('The waiting room', () => turnStanding(room, date.id, token))) ?? turn;
+        } else {
+          // This process holds all the long polls its heap allows: the buyer comes back about when a held poll would
+          // have been answered, spread so the unheld part of the crowd does not return at once.
+          turn = { ...turn, pollAfterMs: unheldPollAfterMs(waitMs) };
+        }
       }
       return { data: { eventDateId: date.id, ...turn } };
     },
