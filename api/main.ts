@@ -7,6 +7,7 @@ import { initOrm } from '../entities/orm.js';
 import { GatewayAClient } from '../integrations/gateway-a/client.js';
 import { startTracing } from '../observability/tracing.js';
 import { buildApp } from './app.js';
+import { connectionCapacity } from './services/waiting-room-watch.js';
 
 const env = loadEnv();
 const logger = createLogger({ name: 'api', level: env.LOG_LEVEL });
@@ -50,5 +51,7 @@ async function shutdown(signal: string): Promise<void> {
 process.once('SIGINT', () => void shutdown('SIGINT'));
 process.once('SIGTERM', () => void shutdown('SIGTERM'));
 
+// A crowd's connections cost heap whether or not they carry a request: bounded, so the process never runs out of it.
+app.server.maxConnections = env.API_MAX_CONNECTIONS ?? connectionCapacity();
 await app.listen({ host: env.API_HOST, port: env.API_PORT });
 logger.info({ url: `http://${env.API_HOST}:${env.API_PORT}` }, 'api listening');

@@ -142,8 +142,12 @@ async function asBrowser(send: () => Promise<HttpResult>, deadline: number, onSe
   for (;;) {
     const result = await send();
     if (result.status >= 500 || result.networkError) onServerError();
-    const retry = result.status === 503 || result.status === 429;
-    const waitMs = Number(result.retryAfter ?? 1) * 1000;
+    // A page's script tries again after a refused or dropped connection too (a process at its connection cap closes
+    // new ones at once), a second or two later.
+    const retry = result.status === 503 || result.status === 429 || Boolean(result.networkError);
+    const waitMs = result.networkError
+      ? 1000 + Math.floor(Math.random() * 2000)
+      : Number(result.retryAfter ?? 1) * 1000;
     if (!retry || Date.now() + waitMs >= deadline) return result;
     await sleep(waitMs);
   }

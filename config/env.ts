@@ -209,13 +209,19 @@ export const EnvSchema = z.object({
   WAITING_ROOM_POLLS_PER_10_SECONDS: z.coerce.number().int().min(1).default(25),
   /**
    * Waiting-room requests one API process holds at once: long polls (`GET /queue/{date}?waitMs=…`) held open, and
-   * joins and polls being answered. Unset: as many as 40% of the process's heap limit holds at 12 KB each (about 8,700
+   * joins and polls being answered. Unset: as many as 30% of the process's heap limit holds at 12 KB each (about 6,500
    * with the API's 256 MB heap; api/services/waiting-room-watch.ts). Three quarters of it may be held long polls; a
    * poll past that is answered at once and its `pollAfterMs` asks the buyer back after half to all of its wait. A room
    * request past the whole budget gets 503 with a Retry-After of 1–5 s. The process never runs out of heap under a
    * crowd, and more API replicas hold more of it.
    */
   WAITING_ROOM_REQUESTS_PER_PROCESS: z.coerce.number().int().min(1).optional(),
+  /**
+   * Connections one API process keeps open at once; past it a new connection is closed at once and the client
+   * connects again. Unset: as many as 20% of the process's heap limit holds at 6 KB each (about 8,700 with the API's
+   * 256 MB heap): a crowd of 20,000 browsers each holding a connection ran a process out of heap.
+   */
+  API_MAX_CONNECTIONS: z.coerce.number().int().min(1).optional(),
   // ---------------------------------------------------------------- providers: gateways, seat map, mail
   /** The local sandbox that stands in for every provider whose base URL is unset (sandbox/README.md). */
   SANDBOX_URL: z.string().url().default('http://127.0.0.1:4010'),

@@ -109,7 +109,11 @@ export const waitingRoomPlugin = fp(
           { details: { reason: 'waiting_room_busy' } },
         );
         // Sent here, not thrown: the error handler would log each refusal, the last thing a crowded process needs.
-        return reply.status(busy.status).header('retry-after', String(roomBusyRetryAfterSeconds())).send(busy.toBody());
+        return reply
+          .status(busy.status)
+          .header('retry-after', String(roomBusyRetryAfterSeconds()))
+          .header('connection', 'close')
+          .send(busy.toBody());
       }
       roomRequestsInFlight += 1;
       reply.raw.once('close', () => {

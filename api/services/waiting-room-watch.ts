@@ -14,19 +14,28 @@ export const ROOM_SIGNALS_CHANNEL = 'wr:signals';
 /** Longest a GET may wait. */
 export const MAX_WAIT_MS = 25_000;
 /**
- * Heap one waiting-room request keeps while this process holds it (its request, reply, socket and promise chain, held
- * in a long poll or waiting on Redis). The crowd bench measured about 7 KB: 20,000 buyers joining within 10 s took
- * one API process from 110 MB to its 256 MB heap limit and it crashed (`crowd-2026-11-29-20000-before-held-cap`; the
- * join burst alone did it once polls were bounded). Counted with room to spare.
+ * Heap one waiting-room request keeps while this process holds it (its request, reply and promise chain, held in a
+ * long poll or waiting on Redis), on top of its connection's. The crowd bench measured about 7 KB: 20,000 buyers
+ * joining within 10 s took one API process from 110 MB to its 256 MB heap limit and it crashed
+ * (`crowd-2026-11-29-20000-before-held-cap`). Counted with room to spare.
  */
 export const ROOM_REQUEST_BYTES = 12 * 1024;
-/** Share of the process's heap limit the room's requests may take; the rest is the process's own and other routes'. */
-const ROOM_REQUESTS_HEAP_SHARE = 0.4;
+/**
+ * Heap one open connection keeps (socket, parser, buffers), idle or not: 20,000 connections held 95 MB in the same
+ * bench once every buyer had joined (5 KB each). Counted with room to spare.
+ */
+export const CONNECTION_BYTES = 6 * 1024;
+/**
+ * Shares of the process's heap limit: the room's requests, and the open connections. With the process's own 110 MB
+ * or so, a 256 MB heap then peaks near 240 MB at the worst, and below 210 MB as measured.
+ */
+const ROOM_REQUESTS_HEAP_SHARE = 0.3;
+const CONNECTIONS_HEAP_SHARE = 0.2;
 /** Share of the room's requests that may be long polls held open: the rest keeps joins and fresh polls answered. */
 const HELD_POLLS_SHARE = 0.75;
 
 /**
- * How many waiting-room requests one process can hold at once without running out of heap (about 8,700 with the
+ * How many waiting-room requests one process can hold at once without running out of heap (about 6,500 with the
  * API's 256 MB heap). Past it, a request is refused at once with 503 and Retry-After, before it costs anything: a
  * crowd larger than that is spread over time, and more API replicas hold more of it.
  */
@@ -34,12 +43,24 @@ export function roomRequestCapacity(heapLimitBytes: number = getHeapStatistics()
   return Math.max(1, Math.floor((heapLimitBytes * ROOM_REQUESTS_HEAP_SHARE) / ROOM_REQUEST_BYTES));
 }
 
+/**
+ * How many connections one process keeps open at once (about 8,700 with the API's 256 MB heap): past it the server
+ * closes a new connection at once, and the client connects again. Room answers that send the buyer away for seconds
+ * close their connection, so idle buyers do not hold these.
+ */
+export function connectionCapacity(heapLimitBytes: number = getHeapStatistics().heap_size_limit): number {
+  return Math.max(1, Math.floor((heapLimitBytes * CONNECTIONS_HEAP_SHARE) / CONNECTION_BYTES));
+}
+
 /** The long polls a process holds at most, of its room requests. */
 export function heldPollCapacity(roomRequests: number): number {
   return Math.floor(roomRequests * HELD_POLLS_SHARE);
 }
 
-/** When a refused room request may come back: 1–5 s, spread at random so the refused part of a crowd does not return at once. */
+/**
+ * When a refused room request may come back: 1–5 s, spread at random so the refused part of a crowd does not return
+ * at once.
+ */
 export function roomBusyRetryAfterSeconds(random: () => number = Math.random): number {
   return 1 + Math.floor(random() * 5);
 }

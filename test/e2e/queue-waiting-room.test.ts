@@ -270,6 +270,7 @@ describe('waiting room', () => {
             status: response.statusCode,
             turn: response.json().data as Turn,
             afterMs: Date.now() - sent,
+            connection: response.headers.connection,
           }));
       };
       const held = [1, 2, 3].map((buyer) => longPoll(turns[buyer]!.token, 4_000));
@@ -285,6 +286,8 @@ describe('waiting room', () => {
       expect(unheld.afterMs).toBeLessThan(3_000);
       expect(unheld.turn.pollAfterMs).toBeGreaterThanOrEqual(10_000);
       expect(unheld.turn.pollAfterMs).toBeLessThanOrEqual(20_000);
+      // Sent away for seconds, the buyer does not keep an idle connection on this process meanwhile.
+      expect(unheld.connection).toBe('close');
       // Joins sent at once while three are held: the fourth room request is taken, those past it are refused.
       const joins = await Promise.all(
         Array.from({ length: 4 }, () =>
@@ -306,10 +309,12 @@ describe('waiting room', () => {
         });
         expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1);
         expect(Number(response.headers['retry-after'])).toBeLessThanOrEqual(5);
+        expect(response.headers.connection).toBe('close');
       }
       // The held ones waited for their wait (nothing changed for them) and were asked back at the usual cadence.
       for (const answered of await Promise.all(held)) {
         expect(answered.turn).toMatchObject({ status: 'waiting', pollAfterMs: 800 });
+        expect(answered.connection).not.toBe('close');
         expect(answered.afterMs).toBeGreaterThanOrEqual(3_500);
       }
       // Once they are answered the budget is free again.

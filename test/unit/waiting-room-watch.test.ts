@@ -4,6 +4,8 @@
  */
 import type { Redis } from 'ioredis';
 import {
+  CONNECTION_BYTES,
+  connectionCapacity,
   heldPollCapacity,
   ROOM_REQUEST_BYTES,
   type RoomSignal,
@@ -64,12 +66,18 @@ describe('waiting-room long-poll signals', () => {
     await expect(Promise.all([held[1], next])).resolves.toEqual([true, true]);
   });
 
-  test("the room's budget is a share of the heap limit: 256 MB hold some 8,700 requests, three quarters of them held", () => {
+  test("the room's budgets are shares of the heap limit: with the rest of the process, a 256 MB heap stays under 240 MB", () => {
     const heap = 256 * 1024 * 1024;
     const requests = roomRequestCapacity(heap);
-    expect(requests).toBeGreaterThan(8_000);
-    expect(requests * ROOM_REQUEST_BYTES).toBeLessThan(heap / 2);
-    expect(roomRequestCapacity(2 * heap)).toBe(2 * requests);
+    const connections = connectionCapacity(heap);
+    expect(requests).toBeGreaterThan(6_000);
+    expect(connections).toBeGreaterThan(8_000);
+    // The process's own 110 MB, every connection and every room request at their budgeted size.
+    const PROCESS_BYTES = 110 * 1024 * 1024;
+    expect(PROCESS_BYTES + requests * ROOM_REQUEST_BYTES + connections * CONNECTION_BYTES).toBeLessThan(
+      240 * 1024 * 1024,
+    );
+    expect(roomRequestCapacity(2 * heap)).toBeGreaterThanOrEqual(2 * requests);
     expect(heldPollCapacity(requests)).toBe(Math.floor(requests * 0.75));
     expect(heldPollCapacity(4)).toBe(3);
   });

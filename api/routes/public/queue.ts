@@ -166,6 +166,8 @@ export const publicQueueRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
           // This process holds all the long polls its heap allows: the buyer comes back about when a held poll would
           // have been answered, spread so the unheld part of the crowd does not return at once.
           turn = { ...turn, pollAfterMs: unheldPollAfterMs(waitMs) };
+          // Nor does it keep an idle connection open for the buyer meanwhile: connections cost heap too.
+          reply.header('connection', 'close');
         }
       }
       return { data: { eventDateId: date.id, ...turn } };
