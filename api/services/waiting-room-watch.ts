@@ -14,15 +14,15 @@ export const ROOM_SIGNALS_CHANNEL = 'wr:signals';
 /** Longest a GET may wait. */
 export const MAX_WAIT_MS = 25_000;
 /**
- * Heap one waiting-room request keeps while this process holds it (its request, reply and promise chain, held in a
- * long poll or waiting on Redis), on top of its connection's. The crowd bench measured about 7 KB: 20,000 buyers
- * joining within 10 s took one API process from 110 MB to its 256 MB heap limit and it crashed
- * (`crowd-2026-11-29-20000-before-held-cap`). Counted with room to spare.
+ * Heap one waiting-room request keeps while this process holds it (its request, reply, promise chain and connection,
+ * held in a long poll or waiting on Redis). Measured on a test API: 3,000 long polls held over real connections took
+ * 49 MB, 16.4 KB each. Without a bound, 20,000 buyers joining within 10 s took one API process to its 256 MB heap limit
+ * and it crashed (`crowd-2026-11-29-20000-before-held-cap`). Counted with room to spare.
  */
-export const ROOM_REQUEST_BYTES = 12 * 1024;
+export const ROOM_REQUEST_BYTES = 20 * 1024;
 /**
- * Heap one open connection keeps (socket, parser, buffers), idle or not: 20,000 connections held 95 MB in the same
- * bench once every buyer had joined (5 KB each). Counted with room to spare.
+ * Heap one idle open connection keeps (socket, parser, buffers): about 5 KB by the crowd bench (20,000 joined buyers'
+ * connections held some 95 MB). Counted with room to spare.
  */
 export const CONNECTION_BYTES = 6 * 1024;
 /**
@@ -35,8 +35,8 @@ const CONNECTIONS_HEAP_SHARE = 0.2;
 const HELD_POLLS_SHARE = 0.75;
 
 /**
- * How many waiting-room requests one process can hold at once without running out of heap (about 6,500 with the
- * API's 256 MB heap). Past it, a request is refused at once with 503 and Retry-After, before it costs anything: a
+ * How many waiting-room requests one process can hold at once without running out of heap (about 3,900 with the
+ * API's 256 MB heap, 2,900 of them held long polls). Past it, a request is refused at once with 503 and Retry-After, before it costs anything: a
  * crowd larger than that is spread over time, and more API replicas hold more of it.
  */
 export function roomRequestCapacity(heapLimitBytes: number = getHeapStatistics().heap_size_limit): number {
