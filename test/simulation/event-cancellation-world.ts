@@ -25,7 +25,7 @@ export interface SimulatedPayment {
   id: string;
   reference: string;
   amount: number;
-  status: 'approved' | 'refunded';
+  status: 'approved' | 'rejected' | 'refunded';
   refunds: GatewayRefund[];
 }
 
@@ -45,6 +45,11 @@ export class CaseFaults {
   readonly refusals = new Map<string, RefusalAnswer>();
   /** Refund requests refused (both answers), per payment. */
   readonly refusedAsks = new Map<string, number>();
+  /**
+   * Refunds asked of a payment that had one already, under another key: the gateway refuses them (nothing remains to
+   * refund), but the service never means to ask twice, so each is a finding.
+   */
+  readonly secondRefundAsks: string[] = [];
   readonly log: string[] = [];
 
   constructor(readonly random: () => number) {}
@@ -68,6 +73,10 @@ const unavailable = (message: string) =>
 export class SimulatedGatewayA {
   readonly payments = new Map<string, SimulatedPayment>();
   readonly #faults = new Map<string, CaseFaults>();
+  /** Buyers by email, so a preference the checkout opens belongs to the buyer's case. */
+  readonly #buyers = new Map<string, CaseFaults>();
+  /** Open preferences by sale reference: what the buyer's bank pays. */
+  readonly #preferences = new Map<string, { id: string; amount: number; faults: CaseFaults }>();
   readonly #refundKeys = new Map<string, { paymentId: string; refundId: string }>();
   readonly #declinedKeys = new Map<string, { paymentId: string; refundId: string }>();
   #nextId = 1;
@@ -86,6 +95,50 @@ export class SimulatedGatewayA {
     return payment;
   }
 
+  /** A buyer of a case, whose checkout will open a preference (faults apply to every call about it). */
+  registerBuyer(email: string, faults: CaseFaults): void {
+    this.#buyers.set(email, faults);
+  }
+
+  /** The buyer's bank pays the sale's open preference (a PSE transfer settled), approved or rejected. */
+  payPreference(reference: string, status: 'approved' | 'rejected'): SimulatedPayment | null {
+    const preference = this.#preferences.get(reference);
+    if (!preference) return null;
+    const payment: SimulatedPayment = {
+      id: String(7_000_000_000 + this.#nextId++),
+      reference,
+      amount: preference.amount,
+      status,
+      refunds: [],
+    };
+    this.payments.set(payment.id, payment);
+    this.#faults.set(payment.id, preference.faults);
+    return payment;
+  }
+
+  paymentsOf(reference: string): SimulatedPayment[] {
+    return [...this.payments.values()].filter((each) => each.reference === reference);
+  }
+
+  async #openPreference(input: { payerEmail: string; reference: string; amount: number }) {
+    const faults = this.#buyers.get(input.payerEmail);
+    if (!faults) throw finalRefusal(`gateway-a: unknown payer ${input.payerEmail}`, 'bad_request');
+    if (Date.now() < faults.downUntilMs) throw unavailable('gateway-a: preference answered 503 (outage)');
+    const known = this.#preferences.get(input.reference);
+    const preference = known ?? { id: `P${this.#nextId++}`, amount: input.amount, faults };
+    this.#preferences.set(input.reference, preference);
+    return { preferenceId: preference.id, redirectUrl: `https://gateway-a.simulation.test/pay/${preference.id}` };
+  }
+
+  async #find(reference: string): Promise<GatewayAPayment[]> {
+    const faults = this.#preferences.get(reference)?.faults;
+    if (faults) {
+      if (Date.now() < faults.slowUntilMs) await sleep(faults.random() * faults.slowMs);
+      if (Date.now() < faults.downUntilMs) throw unavailable(`gateway-a: search of ${reference} answered 503 (outage)`);
+    }
+    return this.paymentsOf(reference).map((each) => this.#view(each));
+  }
+
   /** A refund made outside the service (the gateway's dashboard, under a key of its own). */
   refundAtDashboard(payment: SimulatedPayment): void {
     payment.refunds.push({
@@ -97,11 +150,17 @@ export class SimulatedGatewayA {
     payment.status = 'refunded';
   }
 
-  forget(paymentIds: Iterable<string>): void {
-    for (const id of paymentIds) {
-      this.payments.delete(id);
+  /** Drops a finished case's payments, preferences and buyers. */
+  forget(faults: CaseFaults): void {
+    for (const [id, owner] of this.#faults) {
+      if (owner !== faults) continue;
       this.#faults.delete(id);
+      this.payments.delete(id);
     }
+    for (const [reference, preference] of this.#preferences) {
+      if (preference.faults === faults) this.#preferences.delete(reference);
+    }
+    for (const [email, owner] of this.#buyers) if (owner === faults) this.#buyers.delete(email);
   }
 
   /** The case's faults on one call: an outage answers 503, a slow window lags the answer. */
@@ -118,7 +177,8 @@ export class SimulatedGatewayA {
     return {
       id: payment.id,
       status: payment.status,
-      statusDetail: payment.status === 'refunded' ? 'refunded' : 'accredited',
+      statusDetail:
+        payment.status === 'refunded' ? 'refunded' : payment.status === 'rejected' ? 'cc_rejected_other' : 'accredited',
       externalReference: payment.reference,
       amount: payment.amount,
       currency: 'COP',
@@ -155,7 +215,10 @@ export class SimulatedGatewayA {
       throw finalRefusal(`gateway-a: payment in status ${payment.status} cannot be refunded`, '2063');
     }
     // A refund still in process holds the whole amount: nothing remains to refund under another key.
-    if (payment.refunds.length > 0) throw finalRefusal('gateway-a: Refund amount exceeds the remaining amount', '2075');
+    if (payment.refunds.length > 0) {
+      faults.secondRefundAsks.push(`${payment.id} under ${keyOf(input.idempotencyKey)}`);
+      throw finalRefusal('gateway-a: Refund amount exceeds the remaining amount', '2075');
+    }
     const refusal = faults.refusals.get(payment.id);
     if (refusal) {
       faults.refusedAsks.set(payment.id, (faults.refusedAsks.get(payment.id) ?? 0) + 1);
@@ -194,7 +257,7 @@ export class SimulatedGatewayA {
     return { refundId: refund.id, status: refund.status };
   }
 
-  /** The port the activities are given: only reads and refunds reach gateway A in an event's cancellation. */
+  /** The port the activities are given: preferences of the PENDING sales' checkouts, reads, searches and refunds. */
   port(): GatewayAPort {
     const notInThisStory = (what: string) => async (): Promise<never> => {
       throw new Error(`the event-cancellation simulation does not ${what}`);
@@ -202,11 +265,10 @@ export class SimulatedGatewayA {
     return {
       publicKey: 'simulated',
       chargeCard: notInThisStory('charge cards'),
-      createPsePreference: notInThisStory('open PSE payments'),
-      createCheckoutPreference: notInThisStory('open checkout preferences'),
-      expirePreference: notInThisStory('expire preferences'),
-      findPaymentsByReference: async (reference) =>
-        [...this.payments.values()].filter((each) => each.reference === reference).map((each) => this.#view(each)),
+      createPsePreference: (input) => this.#openPreference(input),
+      createCheckoutPreference: (input) => this.#openPreference(input),
+      expirePreference: async () => undefined,
+      findPaymentsByReference: (reference) => this.#find(reference),
       getPayment: (paymentId) => this.getPayment(paymentId),
       refund: (input) => this.refund(input),
     };

@@ -1,21 +1,36 @@
 /**
- * Deterministic simulation of event cancellation: the REAL event-cancellation, refund and cancellation workflows and
- * the REAL activities (activities/index.ts createActivities, on a scratch PostgreSQL database and Redis) on a local
- * Temporal server, with gateway A replaced by the seeded in-memory gateway of event-cancellation-world.ts. Each case
- * seeds an event with a random mix of sales (card sales paid at the gateway, some checked in at the door or already
- * refunded from the gateway's dashboard; complimentary and box-office sales; sales refunded or cancelled before), then
- * cancels it as the API does (api/services/events.ts cancelEvent) while the gateway goes down and lags, loses refund
- * answers, answers refunds `in_process`, and refuses the refunds of a few payments until the merchant's balance is
- * topped up (or for good, until an operator retries them, or never); the organizer posts the cancel again, twice at
- * once, and the running execution is terminated (as the server does at the history limit) and posted again. Half of
- * the cases run on workers that keep no workflow cache (every task replays the whole history), and the workers of
- * either queue are restarted every so often under all the cases running then. Small pages, pass intervals, final
- * sweep delays and continue-as-new thresholds make each case a few seconds and exercise every branch.
+ * Deterministic simulation of event cancellation: the REAL event-cancellation, refund, cancellation and checkout
+ * workflows and the REAL activities (activities/index.ts createActivities, on a scratch PostgreSQL database and Redis)
+ * on a local Temporal server, with gateway A replaced by the seeded in-memory gateway of event-cancellation-world.ts.
+ * Each case seeds an event with a random mix of sales (card sales paid at the gateway, some checked in at the door or
+ * refunded from the gateway's dashboard already; complimentary and box-office sales; sales refunded or cancelled
+ * before; with SIM_PENDING_SALES=1, PENDING sales reserved through real checkouts, most with a PSE payment open that
+ * the buyer's bank approves, rejects or approves twice at some moment, its notification lost, late or delivered
+ * twice), then cancels it as the
+ * API does (api/services/events.ts cancelEvent) while the gateway goes down and lags, loses refund answers, answers
+ * refunds `in_process`, and refuses the refunds of a few payments until the merchant's balance is topped up (or for
+ * good, until an operator retries them, or never); the organizer posts the cancel again, twice at once, and the
+ * running execution is terminated (as the server does at the history limit) and posted again. Half of the cases run
+ * on workers that keep no workflow cache (every task replays the whole history), and either queue's workers are
+ * restarted every so often under all the cases running then. Small pages, pass intervals, final sweep delays and
+ * continue-as-new thresholds make most cases a few seconds and exercise every branch. At the end the reconciler's
+ * gateway sweep asks each checkout with an opened payment to look at the gateway (what finds a payment whose
+ * notifications were all lost).
  *
- * Then: every payment approved at the gateway was refunded there exactly once, with exactly one REFUND record and one
- * `sale.refunded` notice, or (refused and never retried) is still paid, counted refused and listed on the event; no
- * sale of the event is left PENDING or CONFIRMED otherwise; the stock came back exactly once; the event's progress says
- * DONE; no execution failed, timed out, was terminated (but by the story) or went past 10,000 history events.
+ * Then: every payment approved at the gateway was refunded there exactly once (a PENDING sale's by its checkout or,
+ * once it confirmed the sale, by the cancellation), with exactly one REFUND record and one `sale.refunded` notice for a
+ * refunded sale; or (refused and never retried) it is still paid, counted refused and listed on the event; no refund
+ * was asked of a payment that had one; no sale of the event is left PENDING or CONFIRMED otherwise; the stock came back
+ * exactly once; the event's progress says DONE; no refund execution was still running when the cancellation
+ * completed; no execution failed, timed out, was terminated (but by the story) or went past 10,000 history events,
+ * and no workflow task failed.
+ *
+ * PENDING sales are off by default (not in `npm test`) because their stories still fail in two ways not yet told
+ * apart from this runner's shortcuts: a second payment whose notification was lost, of a sale its first payment
+ * confirmed (and the cancellation then refunded), stays unrefunded: the checkout had ended, and this runner's
+ * "reconciler" only signals running checkouts, where the real gateway sweep resumes closed ones (signal-with-start,
+ * resumeAfterClose); and under worker restarts on a loaded box a PENDING sale's cancel can fail its release update
+ * on the checkout over and over (cancelPendingThroughCheckout: "Workflow Update failed").
  *
  *   tsx test/simulation/run-event-cancellation-simulation.ts [--cases N] [--seed S] [--concurrency C]
  *
@@ -24,10 +39,15 @@
  */
 import { inspect, parseArgs } from 'node:util';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { Client, type WorkflowClientInterceptor, WorkflowNotFoundError } from '@temporalio/client';
+import {
+  Client,
+  WithStartWorkflowOperation,
+  type WorkflowClientInterceptor,
+  WorkflowNotFoundError,
+} from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { Redis } from 'ioredis';
 import { createActivities } from '../../activities/index.js';
 import type { Providers } from '../../activities/ports.js';
@@ -45,7 +65,18 @@ import { temporalBinary } from '../../scripts/support/temporal.js';
 import { onPurpose } from '../../scripts/support/terminations.js';
 import { createProviderWorker } from '../../worker/provider-worker.js';
 import { buildWorkflowBundleCode } from '../../worker/workflow-bundle.js';
-import { cancellationWorkflowId, refundWorkflowId, SA } from '../../workflows/definitions.js';
+import type { checkout } from '../../workflows/checkout.js';
+import {
+  cancellationWorkflowId,
+  checkoutWorkflowId,
+  checkPaymentSignal,
+  openPseUpdate,
+  type PaymentNotification,
+  paymentNotificationSignal,
+  refundWorkflowId,
+  reserveUpdate,
+  SA,
+} from '../../workflows/definitions.js';
 import {
   type EventCancellationInput,
   eventCancellationWorkflowId,
@@ -66,11 +97,19 @@ const { values: options } = parseArgs({
     cases: { type: 'string', default: process.env.SIM_CASES ?? '200' },
     seed: { type: 'string', default: process.env.SIM_SEED ?? '1' },
     concurrency: { type: 'string', default: process.env.SIM_CONCURRENCY ?? '32' },
+    /** Stop starting cases after this long (the cases running then finish): an exploration sized by time. */
+    minutes: { type: 'string', default: process.env.SIM_MINUTES ?? '0' },
   },
 });
 const CASES = Number(options.cases);
+/**
+ * PENDING sales in real checkouts join the mix only when asked: stories with them still fail in ways not yet told
+ * apart from the simulation's own shortcuts (see the header), so they are explored on purpose, not in `npm test`.
+ */
+const PENDING_SALES = process.env.SIM_PENDING_SALES === '1';
 const FIRST_SEED = Number(options.seed);
 const CONCURRENCY = Number(options.concurrency);
+const STOP_STARTING_AT = Number(options.minutes) > 0 ? Date.now() + Number(options.minutes) * 60_000 : Infinity;
 const QUEUES = { cached: 'event-cancellation-sim-cached', replaying: 'event-cancellation-sim-replaying' } as const;
 type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 const HISTORY_LIMIT = 10_000;
@@ -158,6 +197,8 @@ const { sinks } = workerTracingOptions(null);
 class QueueWorkers {
   #workers: Worker[] = [];
   #runs: Promise<void>[] = [];
+  /** A connection per generation: the SDK refuses a second worker of a queue on one connection while the first runs. */
+  #connection: NativeConnection | null = null;
   readonly #activities: object;
 
   constructor(readonly taskQueue: QueueName) {
@@ -165,9 +206,11 @@ class QueueWorkers {
   }
 
   async start(): Promise<void> {
+    const connection = await NativeConnection.connect({ address: temporal.address });
+    this.#connection = connection;
     this.#workers = await Promise.all([
       Worker.create({
-        connection: temporal.nativeConnection,
+        connection,
         taskQueue: this.taskQueue,
         workflowBundle,
         activities: this.#activities,
@@ -177,7 +220,7 @@ class QueueWorkers {
         ...(this.taskQueue === QUEUES.replaying ? { maxCachedWorkflows: 0 } : {}),
       }),
       createProviderWorker({
-        connection: temporal.nativeConnection,
+        connection,
         taskQueue: this.taskQueue,
         activities: this.#activities,
       }),
@@ -188,11 +231,21 @@ class QueueWorkers {
   async stop(): Promise<void> {
     for (const worker of this.#workers) worker.shutdown();
     await Promise.allSettled(this.#runs);
+    await this.#connection?.close();
   }
 
+  /**
+   * A rolling restart, as a deploy does it: the new workers poll before the old ones drain. Stopping first would hang
+   * this process (a process the orchestrator kills does not): an activity that waits on another execution of the same
+   * queue (a PENDING sale's cancel waits on its checkout's update) holds the old worker's shutdown until that execution
+   * moves, which only a polling worker can make it do.
+   */
   async restart(): Promise<void> {
-    await this.stop();
+    const old = { workers: this.#workers, runs: this.#runs, connection: this.#connection };
     await this.start();
+    for (const worker of old.workers) worker.shutdown();
+    await Promise.allSettled(old.runs);
+    await old.connection?.close();
   }
 }
 
@@ -219,7 +272,12 @@ type SaleKind =
   /** REFUNDED before the event was cancelled (its gateway refund made then). */
   | 'refunded_before'
   /** CANCELLED before the event was cancelled. */
-  | 'cancelled_before';
+  | 'cancelled_before'
+  /**
+   * PENDING: reserved through a real checkout, mostly with a PSE payment opened at gateway A that the buyer's bank
+   * settles (approved, rejected, twice) at some moment of the story, its notification lost, late or duplicated.
+   */
+  | 'pending';
 const KINDS: Array<[SaleKind, number]> = [
   ['card', 0.58],
   ['card_checked_in', 0.06],
@@ -228,6 +286,8 @@ const KINDS: Array<[SaleKind, number]> = [
   ['box_office', 0.09],
   ['refunded_before', 0.08],
   ['cancelled_before', 0.06],
+  // Off unless asked for (SIM_PENDING_SALES=1): see the findings in the header.
+  ['pending', PENDING_SALES ? 0.14 : 0],
 ];
 
 /** What happens to a payment whose refunds the gateway refuses. */
@@ -243,13 +303,18 @@ interface SeededSale {
   id: string;
   reference: string;
   kind: SaleKind;
+  /** A PENDING sale's payment opened at the gateway (its bank may pay it). */
+  paymentOpened?: boolean;
   quantity: number;
   buyerEmail: string;
   payment: SimulatedPayment | null;
   refusal: { answer: RefusalAnswer; plan: RefusalPlan } | null;
 }
 
-type Action = 'outage' | 'slow' | 'repost' | 'repost_twice' | 'terminate' | 'lift_refusals';
+type Action = 'outage' | 'slow' | 'repost' | 'repost_twice' | 'terminate' | 'lift_refusals' | 'bank';
+
+/** What the buyer's bank does with a PENDING sale's open payment during the story. */
+type BankMove = 'approve' | 'reject' | 'approve_twice' | 'nothing';
 
 interface CaseResult {
   seed: number;
@@ -276,6 +341,7 @@ async function seedSales(
 ): Promise<void> {
   await orm.em.fork().transactional(async (tx) => {
     for (const sale of sales) {
+      if (sale.kind === 'pending') continue;
       const total = sale.kind === 'complimentary' ? 0 : PRICE * sale.quantity;
       const paidByCard = sale.kind.startsWith('card') || sale.kind === 'refunded_before';
       if (paidByCard) {
@@ -364,6 +430,83 @@ async function seedSales(
   });
 }
 
+/** A PENDING sale reserved as the API reserves one: update-with-start of its checkout. */
+async function reserveThroughCheckout(
+  sale: SeededSale,
+  event: { eventDateId: string; ticketTypeId: string },
+  taskQueue: QueueName,
+  paymentPollMs: number,
+): Promise<void> {
+  const operation = () =>
+    new WithStartWorkflowOperation<typeof checkout>('checkout', {
+      workflowId: checkoutWorkflowId(sale.id),
+      taskQueue,
+      args: [
+        {
+          saleId: sale.id,
+          // Longer than any case: a late payment is the checkout's to refund while the case runs.
+          latePaymentGraceMs: 15 * 60_000,
+          paymentPollMs,
+          refundCheckMs: 300,
+        },
+      ],
+      // As the API's keyed request: a retry joins the checkout the first one started.
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+  const reserve = () =>
+    client.workflow.executeUpdateWithStart(reserveUpdate, {
+      startWorkflowOperation: operation(),
+      args: [
+        {
+          origin: 'CUSTOMER',
+          channel: 'WEB',
+          pinnedWorkspaceId: null,
+          eventDateId: event.eventDateId,
+          ticketTypeId: event.ticketTypeId,
+          quantity: sale.quantity,
+          seats: null,
+          holdToken: null,
+          discountCode: null,
+          buyerId: null,
+          buyerEmail: sale.buyerEmail,
+          buyer: { name: 'Simulated Buyer', phone: null, idType: null, idNumber: null, nitDigit: null },
+          returnUrl: null,
+          confirmImmediately: false,
+          complimentary: false,
+          // The window outlasts every case: the event's cancellation, not the window, closes these sales.
+          paymentWindowMs: 15 * 60_000,
+        },
+      ],
+    });
+  const result = await asBuyerRetries(reserve);
+  if (!result.ok) throw new Error(`reservation refused: ${result.code} ${result.message}`);
+  sale.reference = result.reference;
+}
+
+/**
+ * A buyer's call through the API, retried as the API's 503 tells the buyer to: while a worker restarts, an update can
+ * go unanswered for its whole timeout, or be refused while the first one is still being applied (INVALID_STATE).
+ */
+async function asBuyerRetries<T>(call: () => Promise<T>): Promise<T> {
+  const giveUpAt = Date.now() + 120_000;
+  for (;;) {
+    try {
+      return await call();
+    } catch (error) {
+      if (Date.now() > giveUpAt) throw error;
+      await sleep(500);
+    }
+  }
+}
+
+/** The buyer opens a PSE payment (the checkout creates the preference at the gateway); false when it could not. */
+async function openPayment(sale: SeededSale): Promise<boolean> {
+  const opened = await asBuyerRetries(() =>
+    client.workflow.getHandle(checkoutWorkflowId(sale.id)).executeUpdate(openPseUpdate, { args: [{ bankCode: null }] }),
+  );
+  return opened.ok;
+}
+
 /** A version-4 UUID made of the given bytes (drawn from the case's seed). */
 function uuidFrom(bytes: Uint8Array): string {
   bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x40;
@@ -409,6 +552,12 @@ async function runCase(seed: number): Promise<CaseResult> {
     ticketTypeId: created.dates[0]!.typeIds[0]!,
   };
   await seedSales(faults, event, sales);
+  for (const sale of sales) {
+    if (sale.kind !== 'pending') continue;
+    gateway.registerBuyer(sale.buyerEmail, faults);
+    await reserveThroughCheckout(sale, event, taskQueue, between(300, 1_500));
+    sale.paymentOpened = random() < 0.8 && (await openPayment(sale));
+  }
   faults.note(`${count} sales: ${sales.map((sale) => sale.kind).join(',')}`);
 
   // Faults of the gateway for the whole case, and the refusals.
@@ -467,7 +616,49 @@ async function runCase(seed: number): Promise<CaseResult> {
   if (sales.some((sale) => sale.refusal?.plan === 'lifted_in_story')) {
     script.push({ at: between(0, horizonMs), action: 'lift_refusals' });
   }
+  const bankMoves = new Map<string, BankMove>();
+  const banked = sales.filter((sale) => sale.paymentOpened);
+  for (const sale of banked) {
+    const move = pickWeighted<BankMove>(random, [
+      ['approve', 0.55],
+      ['reject', 0.15],
+      ['approve_twice', 0.12],
+      ['nothing', 0.18],
+    ]);
+    bankMoves.set(sale.id, move);
+  }
+  const bankQueue = [...banked];
+  for (const _ of banked) script.push({ at: between(0, horizonMs), action: 'bank' });
   script.sort((a, b) => a.at - b.at);
+  const deliveries: Promise<void>[] = [];
+  /** The gateway tells the sale's checkout of a payment: the notification may be lost, late or delivered twice. */
+  const announce = async (sale: SeededSale, payment: SimulatedPayment) => {
+    const delivery = random();
+    if (delivery < 0.3) {
+      faults.note(`notification of ${payment.id} (${payment.status}) lost`);
+      return;
+    }
+    const notification: PaymentNotification = {
+      gateway: 'GATEWAY_A',
+      providerPaymentId: payment.id,
+      eventType: 'payment',
+      receivedAtMs: Date.now(),
+      dedupeKey: `${payment.id}:${payment.status}`,
+    };
+    const late = delivery > 0.75 ? between(100, 1_500) : 0;
+    const twice = delivery > 0.85;
+    faults.note(
+      `notification of ${payment.id} (${payment.status})${late ? ` ${late}ms late` : ''}${twice ? ', twice' : ''}`,
+    );
+    const deliver = async () => {
+      await sleep(late);
+      const checkout = client.workflow.getHandle(checkoutWorkflowId(sale.id));
+      await checkout.signal(paymentNotificationSignal, notification).catch(() => undefined);
+      if (twice) await checkout.signal(paymentNotificationSignal, notification).catch(() => undefined);
+    };
+    // A late delivery does not hold up the rest of the story.
+    deliveries.push(deliver());
+  };
   const began = Date.now();
   await cancel();
   for (const { at, action } of script) {
@@ -499,6 +690,20 @@ async function runCase(seed: number): Promise<CaseResult> {
         await cancel();
         break;
       }
+      case 'bank': {
+        const sale = bankQueue.shift();
+        if (!sale) break;
+        const move = bankMoves.get(sale.id) ?? 'nothing';
+        faults.note(`bank: ${move} ${sale.reference}`);
+        if (move === 'nothing') break;
+        const paid = gateway.payPreference(sale.reference, move === 'reject' ? 'rejected' : 'approved');
+        if (paid) await announce(sale, paid);
+        if (move === 'approve_twice') {
+          const again = gateway.payPreference(sale.reference, 'approved');
+          if (again) await announce(sale, again);
+        }
+        break;
+      }
       case 'lift_refusals':
         for (const sale of sales) {
           if (sale.refusal?.plan === 'lifted_in_story' && sale.payment) faults.refusals.delete(sale.payment.id);
@@ -507,9 +712,23 @@ async function runCase(seed: number): Promise<CaseResult> {
     }
   }
 
+  await Promise.all(deliveries);
   const deadline = Date.now() + CASE_DEADLINE_MS;
   const finished = await untilFinished(workflowId, deadline);
   if (finished !== 'completed') violations.push(`the event's cancellation ${finished}`);
+
+  // The cancellation waits for every refund execution of its sales: none may still be asking the gateway now.
+  if (finished === 'completed') {
+    for (const sale of sales) {
+      const described = await client.workflow
+        .getHandle(refundWorkflowId(sale.id))
+        .describe()
+        .catch(() => null);
+      if (described?.status.name === 'RUNNING') {
+        violations.push(`refund/${sale.id} (${sale.reference}) still running when the cancellation completed`);
+      }
+    }
+  }
 
   // As the cancellation finished: every sale undone but those refused, which are counted and listed.
   const refusedAtEnd = new Set(
@@ -573,11 +792,46 @@ async function runCase(seed: number): Promise<CaseResult> {
     }
   }
 
+  // The reconciler's gateway sweep asks each checkout of a sale with an opened payment to look at the gateway: a
+  // payment whose notifications were all lost is found there (the checkout polls too, while a payment is open).
+  const opened = sales.filter((sale) => sale.paymentOpened);
+  if (opened.length > 0) {
+    for (const sale of opened) {
+      await client.workflow
+        .getHandle(checkoutWorkflowId(sale.id))
+        .signal(checkPaymentSignal, { source: 'reconciler' })
+        .catch(() => undefined);
+    }
+    const settled = () =>
+      opened.every((sale) =>
+        gateway
+          .paymentsOf(sale.reference)
+          .every((payment) => payment.status !== 'approved' || payment.refunds.some((r) => r.status === 'approved')),
+      );
+    const settleBy = Math.min(deadline, Date.now() + 120_000);
+    while (!settled() && Date.now() < settleBy) await sleep(250);
+  }
+
+  // A PENDING sale's cancel that a payment got to first ends once its checkout answers (the page refunded the sale
+  // meanwhile); every per-sale execution ends before the checks.
+  for (const sale of sales) {
+    for (const id of [refundWorkflowId(sale.id), cancellationWorkflowId(sale.id)]) {
+      const described = await client.workflow
+        .getHandle(id)
+        .describe()
+        .catch(() => null);
+      if (described?.status.name !== 'RUNNING') continue;
+      const outcome = await untilFinished(id, deadline);
+      if (outcome !== 'completed') violations.push(`${id} (${sale.reference}) ${outcome}`);
+    }
+  }
+
   violations.push(...(await moneyAndStock(event, sales, capacity)));
+  violations.push(...faults.secondRefundAsks.map((ask) => `a second refund was asked of payment ${ask}`));
   violations.push(...(await executions(workflowId, sales, terminatedRuns)));
   running.delete(seed);
   tunings.delete(event.eventId);
-  gateway.forget(sales.flatMap((sale) => (sale.payment ? [sale.payment.id] : [])));
+  gateway.forget(faults);
   return { seed, violations, story: faults.log };
 }
 
@@ -663,6 +917,26 @@ async function moneyAndStock(
         expect('status', row.status, 'CANCELLED');
         expect('refund records', row.refund_records, 0);
         break;
+      case 'pending': {
+        // Cancelled unpaid, or confirmed by a payment that got there first and then refunded; either way every
+        // payment the bank approved went back exactly once, and one that confirmed the sale left one REFUND record.
+        const payments = gateway.paymentsOf(sale.reference);
+        if (row.status !== 'CANCELLED' && row.status !== 'REFUNDED') {
+          expect('status', row.status, 'CANCELLED or REFUNDED');
+        }
+        for (const payment of payments) {
+          const rejected = payment.status === 'rejected';
+          expect(`refunds of ${payment.id} at the gateway`, payment.refunds.length, rejected ? 0 : 1);
+          expect(`status of ${payment.id} at the gateway`, payment.status, rejected ? 'rejected' : 'refunded');
+        }
+        if (row.status === 'REFUNDED') {
+          expect('refund records', row.refund_records, 1);
+          expect('sale.refunded notices', row.notices, 1);
+        }
+        expect('tickets admitting', row.valid_tickets, 0);
+        expect('units held', row.held, 0);
+        break;
+      }
     }
   }
   const [stock] = await orm.em
@@ -680,7 +954,14 @@ async function moneyAndStock(
 /** Every execution of the case ended as it should, none past the history limit or with a failed workflow task. */
 async function executions(workflowId: string, sales: SeededSale[], terminatedRuns: Set<string>): Promise<string[]> {
   const violations: string[] = [];
-  const ids = [workflowId, ...sales.flatMap((sale) => [refundWorkflowId(sale.id), cancellationWorkflowId(sale.id)])];
+  const ids = [
+    workflowId,
+    ...sales.flatMap((sale) => [
+      refundWorkflowId(sale.id),
+      cancellationWorkflowId(sale.id),
+      ...(sale.kind === 'pending' ? [checkoutWorkflowId(sale.id)] : []),
+    ]),
+  ];
   const runs: Array<{ workflowId: string; runId: string }> = [];
   for (let start = 0; start < ids.length; start += 20) {
     const chunk = ids.slice(start, start + 20).map((id) => `'${id}'`);
@@ -696,7 +977,8 @@ async function executions(workflowId: string, sales: SeededSale[], terminatedRun
     const label = `${run.workflowId} run ${run.runId}`;
     if (status === 'TERMINATED' && !terminatedRuns.has(run.runId)) violations.push(`${label} terminated`);
     if (status === 'FAILED' || status === 'TIMED_OUT' || status === 'CANCELLED') violations.push(`${label} ${status}`);
-    if (status === 'RUNNING') violations.push(`${label} still running`);
+    // A checkout listens for late payments long after its sale closed; every other execution must have ended.
+    if (status === 'RUNNING' && !run.workflowId.startsWith('checkout/')) violations.push(`${label} still running`);
     if (described.historyLength > HISTORY_LIMIT) violations.push(`${label}: ${described.historyLength} events`);
     const events = (await execution.fetchHistory()).events ?? [];
     const terminatedByUs = terminatedRuns.has(run.runId);
@@ -778,7 +1060,7 @@ let next = 0;
 let done = 0;
 await Promise.all(
   Array.from({ length: Math.min(CONCURRENCY, CASES) }, async () => {
-    while (next < CASES) {
+    while (next < CASES && Date.now() < STOP_STARTING_AT) {
       const seed = FIRST_SEED + next++;
       let result: CaseResult;
       try {
@@ -812,6 +1094,7 @@ redis.disconnect();
 await orm.close(true);
 if (!process.env.SIM_DATABASE_URL) await dropDatabase(databaseUrl).catch(() => undefined);
 const seconds = Math.round((Date.now() - startedAt) / 1000);
-process.stderr.write(`explored ${CASES} cases from seed ${FIRST_SEED} in ${seconds}s; ${failures.length} failed\n`);
-console.log(JSON.stringify({ cases: CASES, firstSeed: FIRST_SEED, seconds, failures }));
+// Every case started has finished: the seeds explored are FIRST_SEED .. FIRST_SEED + done - 1.
+process.stderr.write(`explored ${done} cases from seed ${FIRST_SEED} in ${seconds}s; ${failures.length} failed\n`);
+console.log(JSON.stringify({ cases: done, firstSeed: FIRST_SEED, seconds, failures }));
 process.exit(failures.length === 0 ? 0 : 1);
