@@ -2,6 +2,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { SaleStatus } from '../domain/sale-state.js';
 import { Event, type EventCancellationProgress } from '../entities/event.js';
+import { newId } from '../entities/ids.js';
 import type { cancellation } from '../workflows/cancellation.js';
 import {
   type CancellationResult,
@@ -48,7 +49,10 @@ const REFUSED_SINCE_CTE = `refused as materialized (
 
 /** Refused refunds listed by name on the event (all of them are counted). */
 const REFUSED_LISTED = 100;
-/** REFUND attempt statuses that say the gateway refused the refund: `refused` for each refusal, `refund_refused` once for good. */
+/**
+ * REFUND attempt statuses that say the gateway refused the refund: `refused` when it refused a page's refund (the sale
+ * is then its refund workflow's), `refund_refused` once the refund workflow parked it for good.
+ */
 const REFUSAL_STATUSES = ['refused', 'refund_refused'];
 
 /**
@@ -179,7 +183,10 @@ export function createEventCancellationActivities(deps: ActivityDeps) {
     } catch (error) {
       if (!(error instanceof WorkflowNotFoundError)) throw error;
     }
-    if (described?.status.name === 'RUNNING') return sale.refused ? { kind: 'refused' } : { kind: 'in_flight' };
+    // Still running, refused before or not: a refund between two refusals may yet go through (the merchant's balance
+    // topped up), and one retried by an operator is on its way. Counted as left, so the pass is made again and the
+    // cancellation ends only once every execution it waits on has: never DONE with a refund still being asked for.
+    if (described?.status.name === 'RUNNING') return { kind: 'in_flight' };
     const ours = described !== null && described.startTime.getTime() >= cancelledAt.getTime();
     if (described?.status.name === 'COMPLETED' && ours) {
       const outcome = (await handle.result()) as RefundResult | CancellationResult;
@@ -193,6 +200,32 @@ export function createEventCancellationActivities(deps: ActivityDeps) {
     }
     await startSaleWorkflow(sale, action, reason);
     return { kind: 'in_flight' };
+  }
+
+  /**
+   * The gateway refused the page's refund of a sale: a REFUND attempt `refused` (REFUSAL_STATUSES), once per sale and
+   * cancellation (a retried page writes nothing more). The refund request stays `requested`: the money is still owed.
+   */
+  async function recordRefusal(
+    saleId: string,
+    payment: { gateway: string; paymentRef: string },
+    message: string,
+    cancelledAt: Date,
+  ): Promise<void> {
+    await deps.orm.em.fork().execute(
+      `insert into payment_attempts (id, sale_id, gateway, kind, provider_payment_id, status, amount, dedupe_key, note,
+                                     created_at)
+       select ?, s.id, ?, 'REFUND', ?, 'refused', s.total, ?, ?, now() from sales s where s.id = ?
+       on conflict (dedupe_key) do nothing`,
+      [
+        newId(),
+        payment.gateway,
+        payment.paymentRef,
+        `refund-refused:${saleId}:event-cancellation:${cancelledAt.getTime()}`,
+        `the gateway refused the event cancellation's refund: ${message}`.slice(0, 300),
+        saleId,
+      ],
+    );
   }
 
   /**
@@ -216,10 +249,16 @@ export function createEventCancellationActivities(deps: ActivityDeps) {
       });
     } catch (error) {
       if (!isPermanentRefusal(error)) return { kind: 'unavailable' };
+      const message = error instanceof Error ? error.message : String(error);
       Context.current().log.warn('gateway refused an event-cancellation refund; handed to its refund workflow', {
         saleId: sale.id,
-        error: error instanceof Error ? error.message : String(error),
+        error: message,
       });
+      // Recorded before the hand-over, so every later page reads the sale as refused and leaves it to its refund
+      // workflow. Without the record the next pass refunded it here again, under the first ask's key, on every pass
+      // while the workflow waited between its own asks: a refund asked for twice at once, and a cancellation that
+      // could end with the workflow still running.
+      await recordRefusal(sale.id, prepared, message, cancelledAt);
       await startSaleWorkflow(sale, 'refund', reason);
       return { kind: 'in_flight' };
     }

@@ -40,6 +40,7 @@ const BACKGROUND_SIMULATIONS = [
   'test/simulation/checkout-simulation.test.ts',
   'test/simulation/membership-simulation.test.ts',
   'test/simulation/lost-local-charge.test.ts',
+  'test/simulation/event-cancellation-simulation.test.ts',
 ];
 /**
  * The production-profile smoke test compiles the project and starts its own Temporal server on PostgreSQL, Redis and

@@ -282,7 +282,7 @@ export async function publishEvent(em: EntityManager, id: string): Promise<IEven
  * (a payment in flight confirmed one after the final sweep).
  */
 export async function cancelEvent(
-  services: ApiServices,
+  services: Pick<ApiServices, 'temporal' | 'env'>,
   em: EntityManager,
   input: { eventId: string; workspaceId: string; reason: string },
 ): Promise<IEvent> {
