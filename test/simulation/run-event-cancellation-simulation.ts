@@ -46,8 +46,7 @@ import {
   WorkflowNotFoundError,
 } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
 import { Redis } from 'ioredis';
 import { createActivities } from '../../activities/index.js';
 import type { Providers } from '../../activities/ports.js';
@@ -61,7 +60,6 @@ import { REFUND_REFUSED_ALERT } from '../../observability/metrics.js';
 import { workerTracingOptions } from '../../observability/temporal-tracing.js';
 import { runOperator } from '../../scripts/operator.js';
 import { dropDatabase, recreateDatabase } from '../../scripts/support/database.js';
-import { temporalBinary } from '../../scripts/support/temporal.js';
 import { onPurpose } from '../../scripts/support/terminations.js';
 import { createProviderWorker } from '../../worker/provider-worker.js';
 import { buildWorkflowBundleCode } from '../../worker/workflow-bundle.js';
@@ -75,7 +73,6 @@ import {
   paymentNotificationSignal,
   refundWorkflowId,
   reserveUpdate,
-  SA,
 } from '../../workflows/definitions.js';
 import {
   type EventCancellationInput,
@@ -90,6 +87,7 @@ import {
   SimulatedGatewayA,
   type SimulatedPayment,
 } from './event-cancellation-world.js';
+import { type CaseResult, exploreCases, startSimulationServer } from './simulation-stack.js';
 import { seededRandom } from './world.js';
 
 const { values: options } = parseArgs({
@@ -126,12 +124,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.
 // The stack: scratch database, Redis under a prefix of its own, a local Temporal server, the real activities.
 
 // The refund workflow's alert for a refund parked refused is an error line by design; the stories park some on purpose.
-Runtime.install({
-  logger: new DefaultLogger(process.env.SIM_LOG_LEVEL === 'debug' ? 'DEBUG' : 'ERROR', (entry) => {
-    if (entry.message === REFUND_REFUSED_ALERT) return;
-    process.stderr.write(`[${entry.level}] ${entry.message} ${inspect(entry.meta ?? {}, { depth: 3 })}\n`);
-  }),
-});
 const databaseUrl =
   process.env.SIM_DATABASE_URL ?? `postgres://postgres@127.0.0.1:5432/ticketing_evsim_test_${process.pid}`;
 await recreateDatabase(databaseUrl);
@@ -148,13 +140,13 @@ const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/8', {
   maxRetriesPerRequest: 2,
 });
 
-const temporal = await TestWorkflowEnvironment.createLocal({
-  server: {
-    executable: { type: 'existing-path', path: temporalBinary() },
-    searchAttributes: Object.values(SA),
-    ui: false,
-  },
-});
+// The refund workflow's alert for a refund parked refused is an error line by design; the stories park some on purpose.
+const temporal = await startSimulationServer(
+  new DefaultLogger(process.env.SIM_LOG_LEVEL === 'debug' ? 'DEBUG' : 'ERROR', (entry) => {
+    if (entry.message === REFUND_REFUSED_ALERT) return;
+    process.stderr.write(`[${entry.level}] ${entry.message} ${inspect(entry.meta ?? {}, { depth: 3 })}\n`);
+  }),
+);
 
 /** Each case's tuning of its cancellation (small pages and waits), added to the input the API starts it with. */
 const tunings = new Map<string, Partial<EventCancellationInput>>();
@@ -315,12 +307,6 @@ type Action = 'outage' | 'slow' | 'repost' | 'repost_twice' | 'terminate' | 'lif
 
 /** What the buyer's bank does with a PENDING sale's open payment during the story. */
 type BankMove = 'approve' | 'reject' | 'approve_twice' | 'nothing';
-
-interface CaseResult {
-  seed: number;
-  violations: string[];
-  story: string[];
-}
 
 const running = new Map<number, CaseFaults>();
 
@@ -1054,37 +1040,21 @@ const restarts = (async () => {
   }
 })();
 
-const startedAt = Date.now();
-const failures: CaseResult[] = [];
-let next = 0;
-let done = 0;
-await Promise.all(
-  Array.from({ length: Math.min(CONCURRENCY, CASES) }, async () => {
-    while (next < CASES && Date.now() < STOP_STARTING_AT) {
-      const seed = FIRST_SEED + next++;
-      let result: CaseResult;
-      try {
-        result = await runCase(seed);
-      } catch (error) {
-        result = {
-          seed,
-          violations: [`driver error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`],
-          story: running.get(seed)?.log ?? [],
-        };
-        running.delete(seed);
-      }
-      if (result.violations.length > 0) {
-        failures.push(result);
-        process.stderr.write(
-          `seed ${seed} FAILED: ${result.violations.join('; ')}\n  story: ${result.story.join(' | ')}\n`,
-        );
-      }
-      done += 1;
-      if (done % 25 === 0) {
-        process.stderr.write(`${done}/${CASES} cases explored (${Math.round((Date.now() - startedAt) / 1000)}s)\n`);
-      }
-    }
-  }),
+const { failures, seconds, explored } = await exploreCases(
+  {
+    cases: CASES,
+    firstSeed: FIRST_SEED,
+    concurrency: CONCURRENCY,
+    progressEvery: 25,
+    stopStartingAt: STOP_STARTING_AT,
+    // A case whose driver threw is done with too: its story is what its faults noted.
+    storyOf: (seed) => {
+      const story = running.get(seed)?.log ?? [];
+      running.delete(seed);
+      return story;
+    },
+  },
+  runCase,
 );
 exploring = false;
 await restarts;
@@ -1093,8 +1063,5 @@ await temporal.teardown();
 redis.disconnect();
 await orm.close(true);
 if (!process.env.SIM_DATABASE_URL) await dropDatabase(databaseUrl).catch(() => undefined);
-const seconds = Math.round((Date.now() - startedAt) / 1000);
-// Every case started has finished: the seeds explored are FIRST_SEED .. FIRST_SEED + done - 1.
-process.stderr.write(`explored ${done} cases from seed ${FIRST_SEED} in ${seconds}s; ${failures.length} failed\n`);
-console.log(JSON.stringify({ cases: done, firstSeed: FIRST_SEED, seconds, failures }));
+console.log(JSON.stringify({ cases: explored, firstSeed: FIRST_SEED, seconds, failures }));
 process.exit(failures.length === 0 ? 0 : 1);

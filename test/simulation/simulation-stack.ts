@@ -23,8 +23,10 @@ export interface CaseResult {
  * Starts the script's Temporal server. Injected faults make activities fail by the hundred: their warnings would drown
  * the verdict, so the SDK logs errors only (SIM_LOG_LEVEL=debug for everything).
  */
-export async function startSimulationServer(): Promise<TestWorkflowEnvironment> {
-  Runtime.install({ logger: new DefaultLogger(process.env.SIM_LOG_LEVEL === 'debug' ? 'DEBUG' : 'ERROR') });
+export async function startSimulationServer(
+  logger: DefaultLogger = new DefaultLogger(process.env.SIM_LOG_LEVEL === 'debug' ? 'DEBUG' : 'ERROR'),
+): Promise<TestWorkflowEnvironment> {
+  Runtime.install({ logger });
   return TestWorkflowEnvironment.createLocal({
     server: {
       executable: { type: 'existing-path', path: temporalBinary() },
@@ -78,19 +80,29 @@ export async function runSimulationWorkers(
 
 /**
  * Explores `cases` seeds from `firstSeed`, `concurrency` at a time, printing each failed case and the progress every
- * `progressEvery` cases on stderr. A case whose driver throws counts as failed with the error as its violation.
+ * `progressEvery` cases on stderr. A case whose driver throws counts as failed with the error as its violation (and
+ * `storyOf(seed)` as its story). With `stopStartingAt`, no case starts after that instant: the seeds explored are
+ * `firstSeed` to `firstSeed + explored - 1`.
  */
 export async function exploreCases(
-  options: { cases: number; firstSeed: number; concurrency: number; progressEvery: number },
+  options: {
+    cases: number;
+    firstSeed: number;
+    concurrency: number;
+    progressEvery: number;
+    stopStartingAt?: number;
+    storyOf?: (seed: number) => string[];
+  },
   runCase: (seed: number) => Promise<CaseResult>,
-): Promise<{ failures: CaseResult[]; seconds: number }> {
+): Promise<{ failures: CaseResult[]; seconds: number; explored: number }> {
   const startedAt = Date.now();
+  const stopStartingAt = options.stopStartingAt ?? Number.POSITIVE_INFINITY;
   const failures: CaseResult[] = [];
   let next = 0;
   let done = 0;
   await Promise.all(
     Array.from({ length: Math.min(options.concurrency, options.cases) }, async () => {
-      while (next < options.cases) {
+      while (next < options.cases && Date.now() < stopStartingAt) {
         const seed = options.firstSeed + next++;
         let result: CaseResult;
         try {
@@ -98,8 +110,8 @@ export async function exploreCases(
         } catch (error) {
           result = {
             seed,
-            violations: [`driver error: ${error instanceof Error ? error.message : String(error)}`],
-            story: [],
+            violations: [`driver error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`],
+            story: options.storyOf?.(seed) ?? [],
           };
         }
         if (result.violations.length > 0) {
@@ -109,13 +121,16 @@ export async function exploreCases(
           );
         }
         done += 1;
-        if (done % options.progressEvery === 0) process.stderr.write(`${done}/${options.cases} cases explored\n`);
+        if (done % options.progressEvery === 0) {
+          const elapsed = Math.round((Date.now() - startedAt) / 1000);
+          process.stderr.write(`${done}/${options.cases} cases explored (${elapsed}s)\n`);
+        }
       }
     }),
   );
   const seconds = Math.round((Date.now() - startedAt) / 1000);
   process.stderr.write(
-    `explored ${options.cases} cases from seed ${options.firstSeed} in ${seconds}s; ${failures.length} failed\n`,
+    `explored ${done} cases from seed ${options.firstSeed} in ${seconds}s; ${failures.length} failed\n`,
   );
-  return { failures, seconds };
+  return { failures, seconds, explored: done };
 }
