@@ -36,8 +36,8 @@ const HELD_POLLS_SHARE = 0.75;
 
 /**
  * How many waiting-room requests one process can hold at once without running out of heap (about 3,900 with the
- * API's 256 MB heap, 2,900 of them held long polls). Past it, a request is refused at once with 503 and Retry-After, before it costs anything: a
- * crowd larger than that is spread over time, and more API replicas hold more of it.
+ * API's 256 MB heap, 2,900 of them held long polls). Past it, a request is refused at once with 503 and Retry-After,
+ * before it costs anything: a crowd larger than that is spread over time, and more API replicas hold more of it.
  */
 export function roomRequestCapacity(heapLimitBytes: number = getHeapStatistics().heap_size_limit): number {
   return Math.max(1, Math.floor((heapLimitBytes * ROOM_REQUESTS_HEAP_SHARE) / ROOM_REQUEST_BYTES));

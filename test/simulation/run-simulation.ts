@@ -37,6 +37,7 @@ import {
   saleStatusChangedSignal,
 } from '../../workflows/definitions.js';
 import { type CaseResult, exploreCases, runSimulationWorkers, startSimulationServer } from './simulation-stack.js';
+import { storyReserveRequest } from './story-activities.js';
 import { type FaultRates, seededRandom, World, type WorldPayment } from './world.js';
 
 const { values: options } = parseArgs({
@@ -265,22 +266,9 @@ async function runCase(client: Client, seed: number): Promise<CaseResult> {
     startWorkflowOperation: start,
     args: [
       {
-        origin: 'CUSTOMER',
-        channel: 'WEB',
-        pinnedWorkspaceId: null,
-        eventDateId: 'simulated-date',
-        ticketTypeId: 'simulated-type',
-        quantity: 1,
+        ...storyReserveRequest(windowMs),
         seats: seated ? ['A-1'] : null,
         holdToken: seated ? 'hold-token' : null,
-        discountCode: null,
-        buyerId: null,
-        buyerEmail: 'buyer@simulation.test',
-        buyer: { name: 'Simulated Buyer', phone: null, idType: null, idNumber: null, nitDigit: null },
-        returnUrl: null,
-        confirmImmediately: false,
-        complimentary: false,
-        paymentWindowMs: windowMs,
       },
     ],
   });
