@@ -211,9 +211,17 @@ export const TOOLING: Array<{ title: string; intro: string; variables: ToolingVa
       },
       { name: 'FLAKY_GATEWAY_A_FAILURES', default: '`0`', meaning: 'test worker: fail the first N gateway A calls' },
       { name: 'FLAKY_GATEWAY_B_DOWN', default: 'unset', meaning: 'test worker: `true` makes gateway B unreachable' },
-      { name: 'SIM_CASES', default: '`400` (checkout), `200` (membership)', meaning: 'cases a simulation explores' },
+      {
+        name: 'SIM_CASES',
+        default: '`400` (checkout), `200` (membership, event cancellation)',
+        meaning: 'cases a simulation explores',
+      },
       { name: 'SIM_SEED', default: '`1`', meaning: "the simulation's seed; a failing case prints its own" },
-      { name: 'SIM_CONCURRENCY', default: '`40` (checkout), `30` (membership)', meaning: 'cases run at once' },
+      {
+        name: 'SIM_CONCURRENCY',
+        default: '`40` (checkout), `30` (membership), `32` (event cancellation)',
+        meaning: 'cases run at once',
+      },
       { name: 'SIM_LOG_LEVEL', default: 'unset', meaning: "`debug` shows the Temporal runtime's logs" },
       {
         name: 'SIM_FAILURE_DIR',
@@ -244,6 +252,21 @@ export const TOOLING: Array<{ title: string; intro: string; variables: ToolingVa
         name: 'SIM_LOCAL_CARD_CHARGE',
         default: 'unset',
         meaning: '`1` lets half the checkout cases charge cards as a local activity first (`CARD_CHARGE_LOCAL`)',
+      },
+      {
+        name: 'SIM_MINUTES',
+        default: '`0` (no limit)',
+        meaning: 'event-cancellation simulation: stop starting cases after this many minutes',
+      },
+      {
+        name: 'SIM_PENDING_SALES',
+        default: 'unset',
+        meaning: '`1`: the event-cancellation simulation adds PENDING sales in real checkouts (opt-in)',
+      },
+      {
+        name: 'SIM_DATABASE_URL',
+        default: 'a scratch database per run',
+        meaning: 'event-cancellation simulation: a database to recreate and keep instead of a scratch one',
       },
     ],
   },
