@@ -64,7 +64,10 @@ export interface StrandedPaymentSweep {
 export interface ClosedSaleSweep {
   /** Sales closed unpaid whose gateway answered. */
   checked: number;
-  /** CONFIRMED sales with another payment opened whose gateway answered. Absent from results before it existed. */
+  /**
+   * CONFIRMED or REFUNDED sales with another payment opened whose gateway answered. Absent from results before it
+   * existed.
+   */
   confirmedChecked?: number;
   /** Approved payments at the gateway we had no record of, handed to their sale's checkout. */
   lateMoneyFound: number;
@@ -476,7 +479,8 @@ export function createReconcilerActivities(deps: ActivityDeps) {
      * Sales whose gateway may hold money we have no record of, each asked about once it is due and not since:
      * - closed unpaid (ABANDONED, CANCELLED) after a payment had been opened for them, due when they closed;
      * - CONFIRMED with another payment opened beside the one that paid (a first card left in process, a PSE tab),
-     *   due when their payment window ended plus the gateway's settlement lag.
+     *   due when their payment window ended plus the gateway's settlement lag; REFUNDED ones too, since refunding
+     *   the payment that confirmed the sale (an event cancelled, say) gives back nothing of the other one.
      * The gateway is searched for every payment of their reference, and an approved one we have no record of (its
      * notification was lost) goes to the sale's checkout, which confirms an unpaid sale with it if the stock is still
      * there, or refunds it (always, for a sale another payment already confirmed).
@@ -514,7 +518,8 @@ export function createReconcilerActivities(deps: ActivityDeps) {
         context.heartbeat();
         const dueAtMs = String(new Date(sale.due_at).getTime());
         const gateways = sale.gateways.filter((g): g is Gateway => g === 'GATEWAY_A' || g === 'GATEWAY_B');
-        const confirmed = sale.status === 'CONFIRMED';
+        // Paid once already: any approved payment found beside the one that paid is a second charge to give back.
+        const confirmed = sale.status === 'CONFIRMED' || sale.status === 'REFUNDED';
         let recheckAfterMs = checkedTtlMs;
         try {
           for (const gateway of gateways) {
@@ -531,7 +536,7 @@ export function createReconcilerActivities(deps: ActivityDeps) {
               result.lateMoneyFound += 1;
               context.log.warn(
                 confirmed
-                  ? 'second approved payment found at the gateway for a confirmed sale; handed to its checkout to refund'
+                  ? 'second approved payment found at the gateway for a sale paid already; handed to its checkout to refund'
                   : 'approved payment found at the gateway for a sale closed unpaid; handed to its checkout',
                 {
                   what: confirmed ? 'second_payment_found' : 'late_money_found',
@@ -886,7 +891,7 @@ export function createReconcilerActivities(deps: ActivityDeps) {
         : {
             sql: `(select s.id, s.reference, s.status, ${windowEnd} + ? * interval '1 millisecond' as due_at, ${gateways}
                      from sales s
-                    where s.status = 'CONFIRMED' and s.confirmed_at > ?
+                    where s.status in ('CONFIRMED', 'REFUNDED') and s.confirmed_at > ?
                       and ${windowEnd} > ${lessLag} and ${windowEnd} < ${lessLag}
                       and (${windowEnd}, s.id) > (${lessLag}, ?::uuid)
                       and (${windowEnd}, s.id) <= (${lessLag}, ?::uuid)

@@ -34,7 +34,7 @@ import { machineFacts, median, saveResults } from './lib/results.js';
 const RECONCILER_INDEXES = [
   'sales_payment_ref_index',
   'sales_closed_unpaid_walk_index',
-  'sales_confirmed_due_walk_index',
+  'sales_paid_due_walk_index',
   'sales_event_to_undo_index',
   'payment_attempts_approved_walk_index',
   'payment_attempts_refund_payment_index',

@@ -47,10 +47,11 @@ export const Sale = defineEntity({
       name: 'sales_closed_unpaid_walk_index',
       expression: `create index "sales_closed_unpaid_walk_index" on "sales" ("closed_at", "id") where "status" in ('ABANDONED', 'CANCELLED')`,
     },
-    // CONFIRMED sales by when their window ended (the gateway check's due time, less its settlement lag), then id.
+    // Sales paid once (CONFIRMED, REFUNDED) by when their window ended (the gateway check's due time, less its
+    // settlement lag), then id.
     {
-      name: 'sales_confirmed_due_walk_index',
-      expression: `create index "sales_confirmed_due_walk_index" on "sales" ((greatest("expires_at", "confirmed_at")), "id") where "status" = 'CONFIRMED'`,
+      name: 'sales_paid_due_walk_index',
+      expression: `create index "sales_paid_due_walk_index" on "sales" ((greatest("expires_at", "confirmed_at")), "id") where "status" in ('CONFIRMED', 'REFUNDED')`,
     },
     // Sales a cancelled event still has to undo (the reconciler's resume of event cancellations): refunded ones
     // drop out, so an old event of 20,000 refunded sales costs nothing a run.

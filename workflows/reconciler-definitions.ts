@@ -20,7 +20,7 @@ export const DEFAULT_RECONCILER_SETTINGS: ReconcilerSettings = {
 };
 
 export interface ReconcilerRunCounts extends ReconcilerCounts {
-  /** CONFIRMED sales with another payment opened, asked about at their gateway (money found is in lateMoneyFound). */
+  /** Paid sales (CONFIRMED, REFUNDED) with another payment opened, asked about at their gateway (found: lateMoneyFound). */
   confirmedSalesChecked: number;
   /** Refunds asked for over an hour ago and not confirmed by their gateway: an operator's to look at. */
   refundsOverdue: number;

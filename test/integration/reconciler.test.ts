@@ -31,7 +31,7 @@ import { ensureReconcilerSchedule } from '../../worker/schedules.js';
 import { checkoutWorkflowId, type PaymentNotification, RECONCILER_SCHEDULE_ID } from '../../workflows/definitions.js';
 import type { reconciler } from '../../workflows/reconciler.js';
 import type { ReconcilerRunCounts, ReconcilerSettings } from '../../workflows/reconciler-definitions.js';
-import { createOrganizer, type Organizer } from '../support/fixtures.js';
+import { bearer, createOrganizer, type Organizer } from '../support/fixtures.js';
 import { signalsReceived } from '../support/histories.js';
 import {
   cardToken,
@@ -500,6 +500,60 @@ describe('the reconciler settles every approved payment, not only the first', ()
     expect(refunds).toEqual([{ status: 'refunded', status_detail: 'second_charge' }]);
 
     // Asked about once its window and lag had passed: not again.
+    expect(await reconcile(organizer.workspaceId, { settlementLagMs: 0 })).toEqual(NOTHING_FIXED);
+  }, 120_000);
+
+  test('a second payment of a sale refunded since (its event cancelled, say), its notification lost, is refunded too', async () => {
+    const organizer = await createOrganizer(api.orm.em.fork());
+    const event = await publishEvent(api, organizer, { capacity: 5 });
+    const { token, order } = await reserve(api, event, 'refunded-second-payment');
+    const first = await chargeWithLostNotification(order.reference, order.total);
+    await recordAttempt(order.saleId, {
+      kind: 'CARD',
+      providerPaymentId: first,
+      status: 'in_process',
+      statusDetail: 'pending_contingency',
+    });
+    const paid = await payByCard(api, token, order.saleId);
+    expect(paid.saleStatus).toBe('CONFIRMED');
+    // The organizer refunds the sale: that gives back the payment that confirmed it, and nothing of the other one.
+    const refund = await api.request({
+      method: 'POST',
+      url: `/api/v1/sales/${order.saleId}/refund`,
+      headers: bearer(organizer.key),
+      payload: { reason: 'event cancelled', notifyBuyer: false },
+    });
+    // 200 once the gateway confirmed within the request, 202 while it works on it.
+    expect([200, 202]).toContain(refund.statusCode);
+    await eventually(
+      () => saleRow(order.saleId),
+      (sale) => sale.status === 'REFUNDED',
+      60_000,
+    );
+    expect(await gatewayA().getPayment(first)).toMatchObject({ status: 'approved' });
+    await query('update sales set expires_at = confirmed_at where id = ?', [order.saleId]);
+    await pastMargin((await saleRow(order.saleId)).expires_at);
+
+    const counts = await reconcile(organizer.workspaceId, { settlementLagMs: 0 });
+
+    expect(counts).toEqual({ ...NOTHING_FIXED, confirmedSalesChecked: 1, lateMoneyFound: 1 });
+    await eventually(
+      () => gatewayA().getPayment(first),
+      (payment) => payment.status === 'refunded',
+      60_000,
+    );
+    const refunds = await eventually(
+      () =>
+        query<{ status: string; status_detail: string }>(
+          `select status, status_detail from payment_attempts
+            where sale_id = ? and kind = 'REFUND' and provider_payment_id = ?`,
+          [order.saleId, first],
+        ),
+      (rows) => rows.length > 0 && rows.every((row) => row.status === 'refunded'),
+      30_000,
+    );
+    expect(refunds).toEqual([{ status: 'refunded', status_detail: 'sale_refunded' }]);
+    expect(await saleRow(order.saleId)).toMatchObject({ status: 'REFUNDED', payment_ref: paid.paymentId });
     expect(await reconcile(organizer.workspaceId, { settlementLagMs: 0 })).toEqual(NOTHING_FIXED);
   }, 120_000);
 
