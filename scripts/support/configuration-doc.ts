@@ -256,12 +256,12 @@ export const TOOLING: Array<{ title: string; intro: string; variables: ToolingVa
       {
         name: 'SIM_MINUTES',
         default: '`0` (no limit)',
-        meaning: 'event-cancellation simulation: stop starting cases after this many minutes',
+        meaning: 'membership and event-cancellation simulations: stop starting cases after this many minutes',
       },
       {
         name: 'SIM_PENDING_SALES',
         default: 'unset',
-        meaning: '`1`: the event-cancellation simulation adds PENDING sales in real checkouts (opt-in)',
+        meaning: '`0`: the event-cancellation simulation leaves out PENDING sales in real checkouts',
       },
       {
         name: 'SIM_DATABASE_URL',

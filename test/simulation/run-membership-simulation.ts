@@ -9,7 +9,7 @@
  * every approved payment is exactly one paid period or one refund, no period is paid twice, and no execution failed or
  * went past 10,000 history events.
  *
- *   tsx test/simulation/run-membership-simulation.ts [--cases N] [--seed S] [--concurrency C]
+ *   tsx test/simulation/run-membership-simulation.ts [--cases N] [--seed S] [--concurrency C] [--minutes M]
  *
  * Prints progress on stderr and one JSON summary line on stdout: { cases, seconds, failures: [{ seed, … }] }.
  * `--seed <seed> --cases 1` replays one case's script (timing may differ).
@@ -38,11 +38,14 @@ const { values: options } = parseArgs({
     cases: { type: 'string', default: process.env.SIM_CASES ?? '200' },
     seed: { type: 'string', default: process.env.SIM_SEED ?? '1' },
     concurrency: { type: 'string', default: process.env.SIM_CONCURRENCY ?? '30' },
+    /** Stop starting cases after this long (the cases running then finish): an exploration sized by time. */
+    minutes: { type: 'string', default: process.env.SIM_MINUTES ?? '0' },
   },
 });
 const CASES = Number(options.cases);
 const FIRST_SEED = Number(options.seed);
 const CONCURRENCY = Number(options.concurrency);
+const STOP_STARTING_AT = Number(options.minutes) > 0 ? Date.now() + Number(options.minutes) * 60_000 : Infinity;
 const QUEUES = { cached: 'membership-simulation-cached', replaying: 'membership-simulation-replaying' } as const;
 const HISTORY_LIMIT = 10_000;
 /** Longer than the longest activity retry interval of the membership (2 minutes): a run quiet for this long is stuck. */
@@ -383,10 +386,16 @@ const stop = await runSimulationWorkers(
   [{ taskQueue: QUEUES.cached }, { taskQueue: QUEUES.replaying, maxCachedWorkflows: 2 }],
   activities,
 );
-const { failures, seconds } = await exploreCases(
-  { cases: CASES, firstSeed: FIRST_SEED, concurrency: CONCURRENCY, progressEvery: 50 },
+const { failures, seconds, explored } = await exploreCases(
+  {
+    cases: CASES,
+    firstSeed: FIRST_SEED,
+    concurrency: CONCURRENCY,
+    progressEvery: 50,
+    stopStartingAt: STOP_STARTING_AT,
+  },
   (seed) => runCase(env.client, seed),
 );
 await stop();
-console.log(JSON.stringify({ cases: CASES, firstSeed: FIRST_SEED, seconds, failures }));
+console.log(JSON.stringify({ cases: explored, firstSeed: FIRST_SEED, seconds, failures }));
 process.exit(failures.length === 0 ? 0 : 1);
