@@ -9,7 +9,8 @@
  */
 import { describeFailures, runReportingScript, type SimulationSummary } from './simulate.js';
 
-// 200 cases take about five minutes beside the rest of the suite on the 2-core box.
+// 200 cases take about five minutes beside the rest of the suite on the 2-core box. Explored once beyond that:
+// 1,489 cases, seeds 1001 to 2489, none failed (740 s, 30 at once, alone on the box, 2026-11-29).
 const CASES = Number(process.env.SIM_CASES ?? 200);
 
 const simulateMemberships = async (cases: number) => {
