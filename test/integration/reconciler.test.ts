@@ -433,6 +433,45 @@ describe('the reconciler asks the gateway about sales closed unpaid', () => {
 });
 
 describe('the reconciler settles every approved payment, not only the first', () => {
+  /**
+   * A sale confirmed by a second card while its first card, left in process by the gateway (its charge answer
+   * recorded), is approved later with its notification lost.
+   */
+  async function confirmedBesideCardInProcess(label: string) {
+    const organizer = await createOrganizer(api.orm.em.fork());
+    const event = await publishEvent(api, organizer, { capacity: 5 });
+    const { token, order } = await reserve(api, event, label);
+    const first = await chargeWithLostNotification(order.reference, order.total);
+    await recordAttempt(order.saleId, {
+      kind: 'CARD',
+      providerPaymentId: first,
+      status: 'in_process',
+      statusDetail: 'pending_contingency',
+    });
+    const paid = await payByCard(api, token, order.saleId);
+    expect(paid.saleStatus).toBe('CONFIRMED');
+    return { organizer, order, first, paid };
+  }
+
+  /** The sale's payment window has run out (moved back here rather than waited for), and the margin has passed. */
+  async function endPaymentWindow(saleId: string): Promise<void> {
+    await query('update sales set expires_at = confirmed_at where id = ?', [saleId]);
+    await pastMargin((await saleRow(saleId)).expires_at);
+  }
+
+  /** The REFUND records of a payment, once the checkout marked them done (right after the gateway reports it). */
+  const refundRecordsOnceDone = (saleId: string, providerPaymentId: string) =>
+    eventually(
+      () =>
+        query<{ status: string; status_detail: string }>(
+          `select status, status_detail from payment_attempts
+            where sale_id = ? and kind = 'REFUND' and provider_payment_id = ?`,
+          [saleId, providerPaymentId],
+        ),
+      (rows) => rows.length > 0 && rows.every((row) => row.status === 'refunded'),
+      30_000,
+    );
+
   test('an approved payment found by asking the gateway (STATUS_CHECK) and left unsettled is handed to its checkout', async () => {
     const organizer = await createOrganizer(api.orm.em.fork());
     const event = await publishEvent(api, organizer, { capacity: 5 });
@@ -453,23 +492,8 @@ describe('the reconciler settles every approved payment, not only the first', ()
   }, 120_000);
 
   test('a second payment approved after another confirmed the sale, its notification lost, is refunded', async () => {
-    const organizer = await createOrganizer(api.orm.em.fork());
-    const event = await publishEvent(api, organizer, { capacity: 5 });
-    const { token, order } = await reserve(api, event, 'second-payment');
-    // A first card the gateway left in process: its charge answered, and the checkout recorded that answer.
-    const first = await chargeWithLostNotification(order.reference, order.total);
-    await recordAttempt(order.saleId, {
-      kind: 'CARD',
-      providerPaymentId: first,
-      status: 'in_process',
-      statusDetail: 'pending_contingency',
-    });
-    // A second card approves and confirms the sale; the first one's approval reaches nobody.
-    const paid = await payByCard(api, token, order.saleId);
-    expect(paid.saleStatus).toBe('CONFIRMED');
-    // The payment window has run out (moved back here rather than waited for).
-    await query('update sales set expires_at = confirmed_at where id = ?', [order.saleId]);
-    await pastMargin((await saleRow(order.saleId)).expires_at);
+    const { organizer, order, first, paid } = await confirmedBesideCardInProcess('second-payment');
+    await endPaymentWindow(order.saleId);
 
     // Within the gateway's settlement lag (15 minutes by default) the sale is not asked about yet.
     expect(await reconcile(organizer.workspaceId)).toEqual(NOTHING_FIXED);
@@ -486,17 +510,7 @@ describe('the reconciler settles every approved payment, not only the first', ()
     expect(await gatewayA().getPayment(paid.paymentId)).toMatchObject({ status: 'approved' });
     const sale = await saleRow(order.saleId);
     expect(sale).toMatchObject({ status: 'CONFIRMED', payment_ref: paid.paymentId });
-    // The checkout marks its refund done right after the gateway reports it.
-    const refunds = await eventually(
-      () =>
-        query<{ status: string; status_detail: string }>(
-          `select status, status_detail from payment_attempts
-            where sale_id = ? and kind = 'REFUND' and provider_payment_id = ?`,
-          [order.saleId, first],
-        ),
-      (rows) => rows.length > 0 && rows.every((row) => row.status === 'refunded'),
-      30_000,
-    );
+    const refunds = await refundRecordsOnceDone(order.saleId, first);
     expect(refunds).toEqual([{ status: 'refunded', status_detail: 'second_charge' }]);
 
     // Asked about once its window and lag had passed: not again.
@@ -504,18 +518,7 @@ describe('the reconciler settles every approved payment, not only the first', ()
   }, 120_000);
 
   test('a second payment of a sale refunded since (its event cancelled, say), its notification lost, is refunded too', async () => {
-    const organizer = await createOrganizer(api.orm.em.fork());
-    const event = await publishEvent(api, organizer, { capacity: 5 });
-    const { token, order } = await reserve(api, event, 'refunded-second-payment');
-    const first = await chargeWithLostNotification(order.reference, order.total);
-    await recordAttempt(order.saleId, {
-      kind: 'CARD',
-      providerPaymentId: first,
-      status: 'in_process',
-      statusDetail: 'pending_contingency',
-    });
-    const paid = await payByCard(api, token, order.saleId);
-    expect(paid.saleStatus).toBe('CONFIRMED');
+    const { organizer, order, first, paid } = await confirmedBesideCardInProcess('refunded-second-payment');
     // The organizer refunds the sale: that gives back the payment that confirmed it, and nothing of the other one.
     const refund = await api.request({
       method: 'POST',
@@ -531,8 +534,7 @@ describe('the reconciler settles every approved payment, not only the first', ()
       60_000,
     );
     expect(await gatewayA().getPayment(first)).toMatchObject({ status: 'approved' });
-    await query('update sales set expires_at = confirmed_at where id = ?', [order.saleId]);
-    await pastMargin((await saleRow(order.saleId)).expires_at);
+    await endPaymentWindow(order.saleId);
 
     const counts = await reconcile(organizer.workspaceId, { settlementLagMs: 0 });
 
@@ -542,16 +544,7 @@ describe('the reconciler settles every approved payment, not only the first', ()
       (payment) => payment.status === 'refunded',
       60_000,
     );
-    const refunds = await eventually(
-      () =>
-        query<{ status: string; status_detail: string }>(
-          `select status, status_detail from payment_attempts
-            where sale_id = ? and kind = 'REFUND' and provider_payment_id = ?`,
-          [order.saleId, first],
-        ),
-      (rows) => rows.length > 0 && rows.every((row) => row.status === 'refunded'),
-      30_000,
-    );
+    const refunds = await refundRecordsOnceDone(order.saleId, first);
     expect(refunds).toEqual([{ status: 'refunded', status_detail: 'sale_refunded' }]);
     expect(await saleRow(order.saleId)).toMatchObject({ status: 'REFUNDED', payment_ref: paid.paymentId });
     expect(await reconcile(organizer.workspaceId, { settlementLagMs: 0 })).toEqual(NOTHING_FIXED);
@@ -562,8 +555,7 @@ describe('the reconciler settles every approved payment, not only the first', ()
     const event = await publishEvent(api, organizer, { capacity: 5 });
     const { token, order } = await reserve(api, event, 'one-card');
     expect((await payByCard(api, token, order.saleId)).saleStatus).toBe('CONFIRMED');
-    await query('update sales set expires_at = confirmed_at where id = ?', [order.saleId]);
-    await pastMargin((await saleRow(order.saleId)).expires_at);
+    await endPaymentWindow(order.saleId);
 
     expect(await reconcile(organizer.workspaceId, { settlementLagMs: 0 })).toEqual(NOTHING_FIXED);
   }, 120_000);
