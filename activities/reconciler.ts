@@ -176,10 +176,10 @@ const APPROVED_STATUS_SQL = `((a.gateway = 'GATEWAY_A' and a.status = 'approved'
 const OPENED_KINDS_SQL = `('OPEN', 'PSE', 'CARD')`;
 
 /**
- * An opened attempt of the CONFIRMED sale `s` that could have taken money besides the payment that confirmed it:
- * anything but the card charge that paid, and but gateway A's card form (it takes money only through a card charge,
- * which has its own CARD attempt). A PSE or checkout page, or gateway B's widget, counts even when it paid: a second
- * tab on the same page is a second payment of the same reference.
+ * An opened attempt of the paid (CONFIRMED or REFUNDED) sale `s` that could have taken money besides the payment that
+ * confirmed it: anything but the card charge that paid, and but gateway A's card form (it takes money only through a
+ * card charge, which has its own CARD attempt). A PSE or checkout page, or gateway B's widget, counts even when it
+ * paid: a second tab on the same page is a second payment of the same reference.
  */
 const OTHER_OPENED_SQL = `a.kind in ${OPENED_KINDS_SQL}
   and not (a.kind = 'CARD' and a.provider_payment_id is not distinct from s.payment_ref)
@@ -220,7 +220,7 @@ interface GatewayCheckRow {
   id: string;
   reference: string;
   status: string;
-  /** When the sale is due to be asked about: its close, or a confirmed sale's window end plus the settlement lag. */
+  /** When the sale is due to be asked about: its close, or a paid sale's window end plus the settlement lag. */
   due_at: string;
   /** Gateways a payment was opened with (usually one). */
   gateways: string[];
@@ -519,7 +519,7 @@ export function createReconcilerActivities(deps: ActivityDeps) {
         const dueAtMs = String(new Date(sale.due_at).getTime());
         const gateways = sale.gateways.filter((g): g is Gateway => g === 'GATEWAY_A' || g === 'GATEWAY_B');
         // Paid once already: any approved payment found beside the one that paid is a second charge to give back.
-        const confirmed = sale.status === 'CONFIRMED' || sale.status === 'REFUNDED';
+        const paidAlready = sale.status === 'CONFIRMED' || sale.status === 'REFUNDED';
         let recheckAfterMs = checkedTtlMs;
         try {
           for (const gateway of gateways) {
@@ -535,11 +535,11 @@ export function createReconcilerActivities(deps: ActivityDeps) {
               );
               result.lateMoneyFound += 1;
               context.log.warn(
-                confirmed
+                paidAlready
                   ? 'second approved payment found at the gateway for a sale paid already; handed to its checkout to refund'
                   : 'approved payment found at the gateway for a sale closed unpaid; handed to its checkout',
                 {
-                  what: confirmed ? 'second_payment_found' : 'late_money_found',
+                  what: paidAlready ? 'second_payment_found' : 'late_money_found',
                   saleId: sale.id,
                   reference: sale.reference,
                   saleStatus: sale.status,
@@ -550,7 +550,7 @@ export function createReconcilerActivities(deps: ActivityDeps) {
               );
             }
           }
-          if (confirmed) result.confirmedChecked = (result.confirmedChecked ?? 0) + 1;
+          if (paidAlready) result.confirmedChecked = (result.confirmedChecked ?? 0) + 1;
           else result.checked += 1;
           await softly('checked mark', () => deps.redis.set(checkedKey(sale.id), dueAtMs, 'PX', recheckAfterMs), null);
         } catch (error) {
