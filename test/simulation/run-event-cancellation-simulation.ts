@@ -87,7 +87,7 @@ import {
   SimulatedGatewayA,
   type SimulatedPayment,
 } from './event-cancellation-world.js';
-import { type CaseResult, exploreCases, startSimulationServer } from './simulation-stack.js';
+import { type CaseResult, exploreCases, pendingActivities, startSimulationServer } from './simulation-stack.js';
 import { seededRandom } from './world.js';
 
 const { values: options } = parseArgs({
@@ -116,13 +116,6 @@ const PRICE = 42_000;
 const WORKER_RESTART_EVERY_MS = [15_000, 40_000] as const;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
-
-/** A failure and its causes, as `(message: cause: cause)`, so a stuck step says what its last attempt met. */
-function failureChain(failure: proto.temporal.api.failure.v1.IFailure | null | undefined): string {
-  const messages: string[] = [];
-  for (let each = failure; each && messages.length < 5; each = each.cause) messages.push(each.message ?? '?');
-  return messages.length > 0 ? ` (${messages.join(': ')})` : '';
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // The stack: scratch database, Redis under a prefix of its own, a local Temporal server, the real activities.
@@ -1042,9 +1035,7 @@ async function untilFinished(workflowId: string, deadline: number): Promise<stri
     }
     const stalled = Date.now() - lastProgressAt > STALL_MS;
     if (stalled || Date.now() > deadline) {
-      const pending = (described.raw.pendingActivities ?? []).map(
-        (activity) => `${activity.activityType?.name} attempt ${activity.attempt}${failureChain(activity.lastFailure)}`,
-      );
+      const pending = pendingActivities(described);
       return `${stalled ? 'is stuck' : 'still runs at the deadline'} (${described.historyLength} events; pending: ${pending.join(', ') || 'none'})`;
     }
     await sleep(250);

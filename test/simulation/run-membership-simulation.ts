@@ -30,7 +30,13 @@ import {
   signupUpdate,
 } from '../../workflows/membership-definitions.js';
 import { type GatewayPayment, MembershipWorld } from './membership-world.js';
-import { type CaseResult, exploreCases, runSimulationWorkers, startSimulationServer } from './simulation-stack.js';
+import {
+  type CaseResult,
+  exploreCases,
+  pendingActivities,
+  runSimulationWorkers,
+  startSimulationServer,
+} from './simulation-stack.js';
 import { seededRandom } from './world.js';
 
 const { values: options } = parseArgs({
@@ -337,10 +343,7 @@ async function whereItWaits(
   handle: ReturnType<Client['workflow']['getHandle']>,
   described: Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['describe']>>,
 ): Promise<string> {
-  const activities = (described.raw.pendingActivities ?? []).map(
-    (activity) =>
-      `${activity.activityType?.name} attempt ${activity.attempt}${activity.lastFailure?.message ? ` (${activity.lastFailure.message})` : ''}`,
-  );
+  const activities = pendingActivities(described);
   const events = (await handle.fetchHistory()).events ?? [];
   const lastEvents = events.slice(-6).map((event) => {
     const kind = Object.keys(event).find((key) => key.endsWith('EventAttributes')) ?? 'event';

@@ -4,6 +4,8 @@
  * activities, and the loop that explores seeded cases a few at a time. Imported only by the scripts, which run as
  * child processes: Temporal's native worker must not share jest's module registry.
  */
+import type { WorkflowExecutionDescription } from '@temporalio/client';
+import type proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { workerTracingOptions } from '../../observability/temporal-tracing.js';
@@ -133,4 +135,18 @@ export async function exploreCases(
     `explored ${done} cases from seed ${options.firstSeed} in ${seconds}s; ${failures.length} failed\n`,
   );
   return { failures, seconds, explored: done };
+}
+
+/** A failure and its causes, as ` (message: cause: cause)`, so a stuck step says what its last attempt met. */
+function failureChain(failure: proto.temporal.api.failure.v1.IFailure | null | undefined): string {
+  const messages: string[] = [];
+  for (let each = failure; each && messages.length < 5; each = each.cause) messages.push(each.message ?? '?');
+  return messages.length > 0 ? ` (${messages.join(': ')})` : '';
+}
+
+/** The activities a run waits on, each as `name attempt N (its last failure and causes)`: a stuck case's report. */
+export function pendingActivities(described: WorkflowExecutionDescription): string[] {
+  return (described.raw.pendingActivities ?? []).map(
+    (activity) => `${activity.activityType?.name} attempt ${activity.attempt}${failureChain(activity.lastFailure)}`,
+  );
 }
