@@ -12,7 +12,12 @@ import type { Redis } from 'ioredis';
 import { AppError } from '../../domain/errors.js';
 import { type AdmissionLimits, DEFAULT_ADMISSION_LIMITS } from '../services/admission-controller.js';
 import { TaskBacklogSampler, temporalTaskBacklog } from '../services/task-backlog.js';
-import { ReservationLatencies, WaitingRoomTicker } from '../services/waiting-room-ticker.js';
+import {
+  overloadShedTotal,
+  ReservationLatencies,
+  ROOM_BUDGET_SHED_REASON,
+  WaitingRoomTicker,
+} from '../services/waiting-room-ticker.js';
 import {
   heldPollCapacity,
   RoomWatch,
@@ -81,8 +86,7 @@ export const waitingRoomPlugin = fp(
       health: {
         async shedTotal() {
           if (!app.hasDecorator('apiMetrics')) return 0;
-          const counted = await app.apiMetrics.shed.get();
-          return counted.values.reduce((sum, value) => sum + value.value, 0);
+          return overloadShedTotal((await app.apiMetrics.shed.get()).values);
         },
         pressure: () => (app.hasDecorator('apiMetrics') ? (app.apiMetrics.pressure?.() ?? null) : null),
       },
@@ -102,7 +106,7 @@ export const waitingRoomPlugin = fp(
     app.addHook('onRequest', async (request, reply) => {
       if (!request.routeOptions.config?.waitingRoom) return;
       if (roomRequestsInFlight >= roomRequests) {
-        if (app.hasDecorator('apiMetrics')) app.apiMetrics.shed.inc({ reason: 'waiting_room_requests' });
+        if (app.hasDecorator('apiMetrics')) app.apiMetrics.shed.inc({ reason: ROOM_BUDGET_SHED_REASON });
         const busy = new AppError(
           'SERVICE_UNAVAILABLE',
           'The waiting room is busy on this server; retry after the Retry-After delay',

@@ -12,6 +12,10 @@
  * - grow: healthy, buyers waiting, and the controller is what holds them back: most slots in use (add a tenth to
  *   both, at least one), or slots free but the admission rate binding (raise the rate only).
  * - hold: healthy but the controller is not the bottleneck (nobody waits, or stock caps admission).
+ * - settle: shed or strained again, but within `decreaseSpacingMs` of the last decrease. Hold until the measurements
+ *   can show what that decrease did: the latency window and the backlog sample outlast several ticks, so reacting to
+ *   every tick compounds one slow moment into many cuts (0.8 four times a second took a 20,000-buyer crowd to the
+ *   floor again and again, `crowd-2026-11-29-20000-final-budget`). TCP cuts its window once per round trip alike.
  *
  * The organizer's floor and ceiling bound `targetActive` whatever the health says; the floor keeps a sale moving on a
  * box that sheds for reasons the crowd does not cause.
@@ -53,6 +57,8 @@ export interface AdmissionLimits {
    * behind on the task queue. 0 turns it off.
    */
   taskBacklogGoal: number;
+  /** Least time between two decreases: about how long a decrease takes to show in the measurements. */
+  decreaseSpacingMs: number;
   /** Bounds of admitPerSecond. */
   minAdmitPerSecond: number;
   maxAdmitPerSecond: number;
@@ -66,6 +72,8 @@ export const DEFAULT_ADMISSION_LIMITS: AdmissionLimits = {
   // A few seconds of the worker's tasks on the 2-core box (20–45 workflow tasks a second in the 2026-11-29 bench,
   // whose expiry storms queued 900–1,100).
   taskBacklogGoal: 100,
+  // The reservation latency window is 3 s and the backlog is sampled every 2 s.
+  decreaseSpacingMs: 2_000,
   minAdmitPerSecond: 1,
   maxAdmitPerSecond: 500,
 };
@@ -75,7 +83,7 @@ export interface Admission {
   admitPerSecond: number;
 }
 
-export type AdmissionVerdict = 'shed' | 'strained' | 'grow' | 'hold';
+export type AdmissionVerdict = 'shed' | 'strained' | 'settle' | 'grow' | 'hold';
 
 /** Where a waiting room starts before it has measured anything. */
 export function initialAdmission(bounds: AdmissionBounds): Admission {
@@ -104,6 +112,8 @@ export function nextAdmission(
     waiting: number;
     /** Whether stock, not the controller, is what stops admission now (every obtainable unit has a turn). */
     stockBound: boolean;
+    /** Milliseconds since the last shed or strained decrease; null when there was none. */
+    sinceDecreaseMs?: number | null;
     bounds: AdmissionBounds;
     limits?: AdmissionLimits;
   },
@@ -112,6 +122,14 @@ export function nextAdmission(
   const { floor, ceiling } = input.bounds;
   const rate = (value: number) => clamp(value, limits.minAdmitPerSecond, limits.maxAdmitPerSecond);
   const judged = judgeHealth(input.health, limits);
+  const sinceDecrease = input.sinceDecreaseMs ?? null;
+  if (judged !== 'healthy' && sinceDecrease !== null && sinceDecrease < limits.decreaseSpacingMs) {
+    return {
+      verdict: 'settle',
+      targetActive: clamp(previous.targetActive, floor, ceiling),
+      admitPerSecond: rate(previous.admitPerSecond),
+    };
+  }
   if (judged === 'shed') {
     return {
       verdict: 'shed',

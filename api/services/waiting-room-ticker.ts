@@ -84,6 +84,8 @@ interface RoomMemory {
   /** The signal last published for long-polling waiters, and when. */
   published: string;
   publishedAt: number;
+  /** When admission was last cut (shed or strained); null when never by this leader. */
+  lastDecreaseAt: number | null;
 }
 
 /** A signal is repeated this often even unchanged: a process that missed one (a reconnect) catches up. */
@@ -270,18 +272,20 @@ export class WaitingRoomTicker {
       redis.hlen(keys.paying),
     ]);
     const obtainableNow = Number(figures.available) + Number(figures.lapsed);
+    const memory = this.rooms.get(eventDateId);
+    const health = await this.stackHealth();
+    const now = Date.now();
+    const lastDecreaseAt = memory?.lastDecreaseAt ?? null;
     const next = nextAdmission(previous, {
-      health: await this.stackHealth(),
+      health,
       active,
       waiting,
       // Every obtainable unit already has an admitted turn that has not reserved yet: only stock can let more in.
       stockBound: obtainableNow - (active - payingCount) <= 0,
+      sinceDecreaseMs: lastDecreaseAt === null ? null : now - lastDecreaseAt,
       bounds,
       limits: this.limits,
     });
-
-    const now = Date.now();
-    const memory = this.rooms.get(eventDateId);
     let admissionRate = memory?.admissionRate ?? 0;
     if (memory && now > memory.lastAt) {
       const instant = ((counters.admittedTotal - memory.lastAdmittedTotal) * 1000) / (now - memory.lastAt);
@@ -313,6 +317,7 @@ export class WaitingRoomTicker {
       admissionRate,
       published: repeat ? signal : (memory?.published ?? signal),
       publishedAt: repeat ? now : (memory?.publishedAt ?? now),
+      lastDecreaseAt: next.verdict === 'shed' || next.verdict === 'strained' ? now : lastDecreaseAt,
     });
     if (counts.waiting === 0 && counts.active === 0 && counts.paying === 0) {
       // Nobody left: a later join names the room again.
@@ -320,6 +325,20 @@ export class WaitingRoomTicker {
       this.rooms.delete(eventDateId);
     }
   }
+}
+
+/** Why a request refused with 503 is counted under the shed metric's `reason` when the room's own budget refused it. */
+export const ROOM_BUDGET_SHED_REASON = 'waiting_room_requests';
+
+/**
+ * Requests shed because the process was overloaded, from the shed metric's values: not the waiting room's refusals for
+ * its heap budget. Those measure the crowd's size, not the load admitted buyers put on the stack, and slowing
+ * admission would only keep the crowd waiting (and polling) longer.
+ */
+export function overloadShedTotal(values: ReadonlyArray<{ value: number; labels: Record<string, unknown> }>): number {
+  return values
+    .filter((value) => value.labels.reason !== ROOM_BUDGET_SHED_REASON)
+    .reduce((sum, value) => sum + value.value, 0);
 }
 
 export function admissionBounds(floor: number | null, ceiling: number | null): AdmissionBounds {

@@ -3,7 +3,9 @@
  * stays within the organizer's floor and ceiling.
  */
 import {
+  type Admission,
   type AdmissionLimits,
+  type AdmissionVerdict,
   DEFAULT_ADMISSION_LIMITS,
   estimatedWaitSeconds,
   initialAdmission,
@@ -11,7 +13,14 @@ import {
   nextAdmission,
   type StackHealth,
 } from '../../api/services/admission-controller.js';
-import { admissionBounds, isSoldOut, SOLD_OUT_HORIZON_MS } from '../../api/services/waiting-room-ticker.js';
+import {
+  admissionBounds,
+  isSoldOut,
+  overloadShedTotal,
+  ROOM_BUDGET_SHED_REASON,
+  SOLD_OUT_HORIZON_MS,
+  TICK_MS,
+} from '../../api/services/waiting-room-ticker.js';
 
 const healthy: StackHealth = {
   reservationP90Ms: 120,
@@ -26,6 +35,25 @@ const limits: AdmissionLimits = {
   shedEventLoopDelayMs: 500,
 };
 const bounds = { floor: 10, ceiling: 200 };
+
+/** One tick of a busy room as the ticker runs it: every admitted slot in use, buyers waiting, the last cut remembered. */
+function tickRoom(
+  room: { admission: Admission; lastDecreaseAt: number | null },
+  now: number,
+  health: StackHealth,
+): { admission: Admission; lastDecreaseAt: number | null; verdict: AdmissionVerdict } {
+  const { verdict, ...admission } = nextAdmission(room.admission, {
+    health,
+    active: room.admission.targetActive,
+    waiting: 500,
+    stockBound: false,
+    sinceDecreaseMs: room.lastDecreaseAt === null ? null : now - room.lastDecreaseAt,
+    bounds,
+    limits,
+  });
+  const cut = verdict === 'shed' || verdict === 'strained';
+  return { admission, verdict, lastDecreaseAt: cut ? now : room.lastDecreaseAt };
+}
 
 describe('admission controller', () => {
   test('grows while healthy and the active slots are what hold waiting buyers back', () => {
@@ -97,25 +125,58 @@ describe('admission controller', () => {
   });
 
   test('a backlog that builds up brings admission down to the floor; once drained, admission grows again', () => {
-    let admission = { targetActive: 100, admitPerSecond: 40 };
+    let room: ReturnType<typeof tickRoom> = {
+      admission: { targetActive: 100, admitPerSecond: 40 },
+      lastDecreaseAt: null,
+      verdict: 'hold',
+    };
     const trace: number[] = [];
-    // Expiring holds flood the queue for 30 ticks, then the worker catches up.
-    for (let tick = 0; tick < 60; tick += 1) {
-      const taskBacklog = tick < 30 ? 150 + tick * 50 : 20;
-      admission = nextAdmission(admission, {
-        health: { ...healthy, taskBacklog },
-        active: admission.targetActive,
-        waiting: 500,
-        stockBound: false,
-        bounds,
-        limits,
-      });
-      trace.push(admission.targetActive);
+    // Expiring holds flood the queue for 25 s (a tick every 250 ms, as the ticker runs), then the worker catches up.
+    for (let tick = 0; tick < 160; tick += 1) {
+      const taskBacklog = tick < 100 ? 150 + tick * 50 : 20;
+      room = tickRoom(room, tick * TICK_MS, { ...healthy, taskBacklog });
+      trace.push(room.admission.targetActive);
     }
-    expect(trace.slice(0, 30)).toEqual([...trace.slice(0, 30)].sort((a, b) => b - a));
-    expect(trace[29]).toBe(bounds.floor);
-    expect(trace[59]).toBeGreaterThan(bounds.floor);
-    expect(trace.slice(30)).toEqual([...trace.slice(30)].sort((a, b) => a - b));
+    expect(trace.slice(0, 100)).toEqual([...trace.slice(0, 100)].sort((a, b) => b - a));
+    expect(trace[99]).toBe(bounds.floor);
+    expect(trace[159]).toBeGreaterThan(bounds.floor);
+    expect(trace.slice(100)).toEqual([...trace.slice(100)].sort((a, b) => a - b));
+  });
+
+  test('cuts once per decrease spacing: a slow moment that lasts a second is one cut, not one per tick', () => {
+    const strained = { ...healthy, reservationP90Ms: limits.reservationLatencyGoalMs + 1 };
+    let room: ReturnType<typeof tickRoom> = {
+      admission: { targetActive: 100, admitPerSecond: 40 },
+      lastDecreaseAt: null,
+      verdict: 'hold',
+    };
+    const verdicts: string[] = [];
+    for (let tick = 0; tick < 4; tick += 1) {
+      room = tickRoom(room, tick * TICK_MS, strained);
+      verdicts.push(room.verdict);
+    }
+    expect(verdicts).toEqual(['strained', 'settle', 'settle', 'settle']);
+    expect(room.admission).toEqual({ targetActive: 80, admitPerSecond: 32 });
+    // Still strained once the spacing has passed: the first cut was not enough, so it cuts again.
+    room = tickRoom(room, limits.decreaseSpacingMs, strained);
+    expect(room.verdict).toBe('strained');
+    expect(room.admission).toEqual({ targetActive: 64, admitPerSecond: 25.6 });
+    // A shed within the spacing settles too; healthy again, it grows at once.
+    expect(tickRoom(room, limits.decreaseSpacingMs + TICK_MS, { ...healthy, shedSinceLastTick: 3 }).verdict).toBe(
+      'settle',
+    );
+    expect(tickRoom(room, limits.decreaseSpacingMs + TICK_MS, healthy).verdict).toBe('grow');
+  });
+
+  test("the room's own heap-budget refusals are not overload: they do not slow admission", () => {
+    expect(
+      overloadShedTotal([
+        { value: 700, labels: { reason: ROOM_BUDGET_SHED_REASON } },
+        { value: 3, labels: { reason: 'eventLoopUtilization' } },
+        { value: 2, labels: { reason: 'eventLoopDelay' } },
+      ]),
+    ).toBe(5);
+    expect(overloadShedTotal([])).toBe(0);
   });
 
   test("stays within the organizer's floor and ceiling", () => {
