@@ -171,10 +171,10 @@ describe('waiting room', () => {
     expect(lapsed.json().error?.code).toBe('QUEUE_REQUIRED');
 
     // A waiting browser long-polls: its request is answered when the date sells out, not at its 25 s timeout.
-    const longPoll = (api: TestApi, token: string) => {
+    const longPoll = (api: TestApi, token: string, since = '') => {
       const sent = Date.now();
       return api
-        .request({ method: 'GET', url: `/api/public/queue/${dateId}?token=${token}&waitMs=25000` })
+        .request({ method: 'GET', url: `/api/public/queue/${dateId}?token=${token}&waitMs=25000${since}` })
         .then((response) => ({ turn: response.json().data as Turn, afterMs: Date.now() - sent }));
     };
     const soldOutPoll = longPoll(two, turns[7]!.token);
@@ -195,8 +195,14 @@ describe('waiting room', () => {
     const heard = await soldOutPoll;
     expect(heard.turn.status).toBe('sold_out');
     expect(heard.afterMs).toBeLessThan(20_000);
-    // Sold out, a long poll waits for stock to come back.
-    const resumePoll = longPoll(one, turns[6]!.token);
+    // A buyer whose last answer said waiting hears sold out at once, not after the 25 s its long poll may wait (a
+    // browser that could not be held comes back after seconds, and must not then wait out a whole long poll).
+    const lateHeard = await longPoll(two, turns[8]!.token, '&since=waiting');
+    expect(lateHeard.turn.status).toBe('sold_out');
+    expect(lateHeard.afterMs).toBeLessThan(10_000);
+    expect((await longPoll(one, turns[9]!.token)).turn.status).toBe('sold_out');
+    // A buyer already told sold out long-polls for stock to come back.
+    const resumePoll = longPoll(one, turns[6]!.token, '&since=sold_out');
 
     // Buyer 0 lets the reservation go: the unit is back, admission resumes with the first buyer still in line.
     const released = await one.request({

@@ -137,6 +137,15 @@ export const publicQueueRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
                 'Long poll: while the turn waits (or the date is sold out), answer only when it is admitted, the ' +
                 `date sells out or stock comes back, or after this many ms (at most ${MAX_WAIT_MS}). 0 or absent: at once`,
             }),
+          since: z
+            .enum(['waiting', 'sold_out'])
+            .optional()
+            .meta({
+              description:
+                'The status this buyer last heard (default waiting). A long poll is held only while the turn still ' +
+                'has it: a buyer last told waiting hears sold_out at once, and one told sold_out waits for stock to ' +
+                'come back',
+            }),
         }),
         response: { 200: dataOf(QueueTurnSchema) },
       },
@@ -158,7 +167,8 @@ export const publicQueueRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
       await enforceRateLimit(request, 'queueStanding', `${date.id}:${token}`);
       let turn = first.turn;
       const waitMs = request.query.waitMs ?? 0;
-      if (waitMs > 0 && (turn.status === 'waiting' || turn.status === 'sold_out')) {
+      // Held only while nothing changed from what the buyer last heard: news (sold out, admitted) is answered at once.
+      if (waitMs > 0 && turn.status === (request.query.since ?? 'waiting')) {
         const soldOut = turn.status === 'sold_out';
         if (await app.waitingRoomWatch.wait(date.id, { seq: first.seq, soldOut }, waitMs)) {
           turn = (await requireRedis('The waiting room', () => turnStanding(room, date.id, token))) ?? turn;
