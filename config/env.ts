@@ -554,6 +554,17 @@ export function openMetricsListenersIn(env: Env): string[] {
   return open;
 }
 
+/**
+ * Why buyers and the gateways could not use PUBLIC_ORIGIN from outside (null when they can): plain http (the gateways
+ * call https notification URLs only), or a loopback or private host. Left unset, it is the loopback default.
+ */
+export function unreachablePublicOrigin(origin: string): string | null {
+  const url = new URL(origin);
+  if (isPrivateListener(url.hostname)) return 'is a loopback or private address';
+  if (url.protocol !== 'https:') return 'is not https';
+  return null;
+}
+
 /** The configuration's contradictions, in any mode. */
 function inconsistencies(env: Env): string[] {
   const problems: string[] = [];
@@ -596,6 +607,13 @@ function productionRefusals(env: Env): string[] {
     refusals.push(
       `${sandbox.join(', ')} point at the sandbox (unset, or on SANDBOX_URL's origin); set the real providers' URLs, ` +
         'or ALLOW_SANDBOX_PROVIDERS=true for a rehearsal against the sandbox',
+    );
+  }
+  const unreachableOrigin = env.ALLOW_SANDBOX_PROVIDERS ? null : unreachablePublicOrigin(env.PUBLIC_ORIGIN);
+  if (unreachableOrigin) {
+    refusals.push(
+      `PUBLIC_ORIGIN=${env.PUBLIC_ORIGIN} ${unreachableOrigin}: the gateways' notifications and the buyers' return ` +
+        "links would not reach the API; set the load balancer's https origin, or ALLOW_SANDBOX_PROVIDERS=true for a rehearsal",
     );
   }
   const openMetrics = openMetricsListenersIn(env);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # server: brings both PostgreSQL schemas to this server version, writes the configuration from the environment,
 #         starts the server, then registers the namespace and the search attributes the service filters by.
-# ui:     the Temporal UI server in front of TEMPORAL_ADDRESS.
+# ui:     the Temporal UI server in front of TEMPORAL_ADDRESS, decoding payloads through TEMPORAL_CODEC_ENDPOINT
+#         (<PUBLIC_ORIGIN>/codec unless set).
 set -eu
 # The password from a secret file (docker-compose.yml's `secrets:`), as the postgres image reads POSTGRES_PASSWORD_FILE.
 if [ -n "${POSTGRES_PASSWORD_FILE:-}" ]; then POSTGRES_PASSWORD="$(cat "$POSTGRES_PASSWORD_FILE")"; fi
@@ -21,7 +22,7 @@ defaultNamespace: ${TEMPORAL_NAMESPACE}
 # The browser calls the codec endpoint itself, with the operator's credentials (the codec operator token as the HTTP
 # Basic password GET /codec/login asks for), so the API's CODEC_CORS_ORIGINS must list this UI's origin.
 codec:
-  endpoint: "${TEMPORAL_CODEC_ENDPOINT:-}"
+  endpoint: "${TEMPORAL_CODEC_ENDPOINT:-${PUBLIC_ORIGIN:+${PUBLIC_ORIGIN%/}/codec}}"
   includeCredentials: ${TEMPORAL_CODEC_INCLUDE_CREDENTIALS:-true}
 cors:
   cookieInsecure: ${TEMPORAL_UI_COOKIE_INSECURE:-false}

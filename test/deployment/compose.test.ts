@@ -190,6 +190,23 @@ describe('the production profile', () => {
     expect(dockerfile).toMatch(/HEALTHCHECK[\s\S]*\/health\/ready/);
   });
 
+  test("what the operator sets in deploy/production.env is never replaced by a service's `environment:`", () => {
+    // Compose gives `environment:` precedence over `env_file:`: a key in both silently drops the operator's value.
+    const operatorKeys = Object.keys(readEnvFile(join(ROOT, 'deploy', 'production.env.example')));
+    for (const [name, service] of Object.entries(production)) {
+      if (!service.env_file?.some((file) => file.path === './deploy/production.env')) continue;
+      const replaced = operatorKeys.filter((key) => key in (service.environment ?? {}));
+      expect({ name, replaced }).toEqual({ name, replaced: [] });
+    }
+    // The Temporal UI reads the same file for PUBLIC_ORIGIN (its codec endpoint is <PUBLIC_ORIGIN>/codec).
+    expect(production['temporal-ui-production']?.env_file).toEqual([
+      { path: './deploy/production.env', required: false },
+    ]);
+    expect(readFileSync(join(ROOT, 'ops', 'temporal', 'entrypoint.sh'), 'utf8')).toMatch(
+      /endpoint: "\$\{TEMPORAL_CODEC_ENDPOINT:-\$\{PUBLIC_ORIGIN:\+\$\{PUBLIC_ORIGIN%\/\}\/codec\}\}"/,
+    );
+  });
+
   test('secrets come from files: each *_FILE is a secret the service mounts and the file declares', () => {
     for (const [name, service] of Object.entries(production)) {
       for (const [key, value] of Object.entries(service.environment ?? {})) {
@@ -244,6 +261,10 @@ describe('the production profile', () => {
         expect(decodeURIComponent(new URL(env.DATABASE_URL).password)).toBe('pg-password');
         expect(env.METRICS_TOKEN).toBe('m'.repeat(48));
         expect(env.SMTP_TLS).toBe('starttls');
+        // What the operator set reaches the process: no `environment:` entry replaces it.
+        expect(env.PUBLIC_ORIGIN).toBe(example.PUBLIC_ORIGIN);
+        expect(env.PAYLOAD_CODEC_ACTIVE_KEY).toBe(example.PAYLOAD_CODEC_ACTIVE_KEY);
+        expect(env.CODEC_CORS_ORIGINS).toBe(example.CODEC_CORS_ORIGINS);
       }
       // Without the example's providers, the same services refuse to start.
       expect(() =>

@@ -84,6 +84,7 @@ function environmentOf(service: ComposeService, extra: Record<string, string> = 
   const operatorFile = {
     ...readEnvFile(join(ROOT, 'deploy', 'production.env.example')),
     PUBLIC_ORIGIN: apiOrigin,
+    CODEC_CORS_ORIGINS: `http://127.0.0.1:${ports.ui}`,
     TRUST_PROXY: 'loopback',
     RETURN_URL_ALLOWED_HOSTS: 'localhost,127.0.0.1',
     ALLOW_SANDBOX_PROVIDERS: 'true',
@@ -178,7 +179,7 @@ beforeAll(async () => {
   const [apiPort = 0, temporal = 0, ui = 0, redis = 0, sandbox = 0, smtp = 0] = await freePorts(6);
   ports = { api: apiPort, temporal, ui, redis, sandbox, smtp };
   apiOrigin = `http://127.0.0.1:${ports.api}`;
-  const compose = readCompose({ PUBLIC_ORIGIN: apiOrigin, TEMPORAL_UI_ORIGIN: `http://127.0.0.1:${ports.ui}` });
+  const compose = readCompose();
   production = Object.fromEntries(
     Object.entries(compose.services).filter(([, service]) => service.profiles?.includes('production')),
   );
@@ -224,7 +225,8 @@ beforeAll(async () => {
     workDir: join(work, 'temporal'),
     logFile: join(logDir, 'temporal-server.log'),
     uiLogFile: join(logDir, 'temporal-ui.log'),
-    uiCodecEndpoint: production['temporal-ui-production']?.environment?.TEMPORAL_CODEC_ENDPOINT,
+    // ops/temporal/entrypoint.sh: <PUBLIC_ORIGIN>/codec, PUBLIC_ORIGIN from the operator's file the UI reads too.
+    uiCodecEndpoint: `${environmentOf(production['temporal-ui-production'] as ComposeService).PUBLIC_ORIGIN}/codec`,
     uiCodecIncludeCredentials:
       production['temporal-ui-production']?.environment?.TEMPORAL_CODEC_INCLUDE_CREDENTIALS === 'true',
   });

@@ -24,4 +24,6 @@ export const REAL_SECRETS: Record<string, string> = {
   GATEWAY_B_BASE_URL: 'https://api.gateway-b.example',
   SEATMAP_BASE_URL: 'https://api.seatmap.example',
   VIDEO_PLAYBACK_BASE_URL: 'https://stream.video.example',
+  // Where the gateways and buyers reach the API: production refuses a loopback or plain-http origin.
+  PUBLIC_ORIGIN: 'https://tickets.example.com',
 };

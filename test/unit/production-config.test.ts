@@ -110,6 +110,24 @@ describe('sandbox providers', () => {
   });
 });
 
+describe('PUBLIC_ORIGIN', () => {
+  test('production refuses an origin the gateways and buyers cannot reach: unset (loopback), private, or plain http', () => {
+    const { PUBLIC_ORIGIN: _set, ...unset } = PRODUCTION;
+    expect(() => loadEnv(unset)).toThrow(/PUBLIC_ORIGIN=http:\/\/127\.0\.0\.1:3000 is a loopback or private address/);
+    expect(() => loadEnv({ ...PRODUCTION, PUBLIC_ORIGIN: 'https://10.2.0.7' })).toThrow(
+      /is a loopback or private address/,
+    );
+    expect(() => loadEnv({ ...PRODUCTION, PUBLIC_ORIGIN: 'http://tickets.example.com' })).toThrow(/is not https/);
+  });
+
+  test('a rehearsal against the sandbox may run on one machine; development keeps its loopback default', () => {
+    expect(
+      loadEnv({ ...PRODUCTION, PUBLIC_ORIGIN: 'http://127.0.0.1:3100', ALLOW_SANDBOX_PROVIDERS: 'true' }).PUBLIC_ORIGIN,
+    ).toBe('http://127.0.0.1:3100');
+    expect(loadEnv({ NODE_ENV: 'development' }).PUBLIC_ORIGIN).toBe('http://127.0.0.1:3000');
+  });
+});
+
 describe('metrics', () => {
   test('production refuses /metrics without a token on a public API listener', () => {
     expect(() => loadEnv({ ...PRODUCTION, API_HOST: '0.0.0.0' })).toThrow(
