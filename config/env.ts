@@ -98,9 +98,14 @@ export const EnvSchema = z.object({
   TEMPORAL_DEPLOYMENT_NAME: z.string().min(1).default('ticketing'),
   /**
    * This release's build id within the deployment: one per image (CI sets the image tag or commit). Every replica of
-   * a release must share it; a new release must change it. Default: the package version.
+   * a release must share it; a new release must change it. Default: the package version (empty counts as unset).
+   * Production with WORKER_VERSIONING refuses the default: two images of one package version would share a build id
+   * and run each other's pinned executions.
    */
-  TEMPORAL_BUILD_ID: z.string().min(1).default(packageVersion()),
+  TEMPORAL_BUILD_ID: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z.string().min(1).default(packageVersion()),
+  ),
   /**
    * With versioning on, a worker whose deployment has no current version yet (its first release, or a switch from
    * unversioned workers) makes its own version current once it polls. Later releases are made current by the operator
@@ -584,8 +589,14 @@ function inconsistencies(env: Env): string[] {
 }
 
 /** What a production process refuses to start with (each line names the variables to change). */
-function productionRefusals(env: Env): string[] {
+function productionRefusals(env: Env, source: NodeJS.ProcessEnv): string[] {
   const refusals: string[] = [];
+  if (env.WORKER_VERSIONING && (source.TEMPORAL_BUILD_ID ?? '') === '') {
+    refusals.push(
+      "WORKER_VERSIONING=true needs TEMPORAL_BUILD_ID set to this image's release (RELEASE=<tag> with docker compose): " +
+        "two releases sharing the default build id would run each other's pinned executions",
+    );
+  }
   const publicSecrets = devDefaultSecretsIn(env);
   if (publicSecrets.length > 0) {
     refusals.push(
@@ -639,13 +650,17 @@ function withPassword(url: string, password: string | undefined): string {
 }
 
 export function loadEnv(source: NodeJS.ProcessEnv = process.env): Env {
-  const parsed = EnvSchema.safeParse(withFileVariables(source));
+  const resolved = withFileVariables(source);
+  const parsed = EnvSchema.safeParse(resolved);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
     throw new Error(`Invalid configuration: ${problems}`);
   }
   const env = parsed.data;
-  const problems = [...inconsistencies(env), ...(env.NODE_ENV === 'production' ? productionRefusals(env) : [])];
+  const problems = [
+    ...inconsistencies(env),
+    ...(env.NODE_ENV === 'production' ? productionRefusals(env, resolved) : []),
+  ];
   if (problems.length > 0) throw new Error(`Invalid configuration: ${problems.join('; ')}`);
   return {
     ...env,

@@ -109,6 +109,7 @@ describe('the production profile', () => {
         'temporal-server',
         'temporal-ui-production',
         'worker-production',
+        'worker-production-next',
       ].sort(),
     );
     expect(production['temporal-server']?.environment).toMatchObject({
@@ -190,6 +191,28 @@ describe('the production profile', () => {
     expect(dockerfile).toMatch(/HEALTHCHECK[\s\S]*\/health\/ready/);
   });
 
+  test('Worker Versioning is on: each release polls as build id RELEASE, the next release beside it with none by default', () => {
+    const released = readCompose({ RELEASE: 'v1', NEXT_RELEASE: 'v2', NEXT_WORKER_REPLICAS: '2' });
+    const services = servicesOf(released, 'production');
+    for (const name of ['api-production', 'worker-production', 'migrate-production']) {
+      expect({ name, env: services[name]?.environment }).toMatchObject({
+        name,
+        env: { WORKER_VERSIONING: 'true', TEMPORAL_BUILD_ID: 'v1' },
+      });
+      expect({ name, image: services[name]?.image }).toEqual({ name, image: 'ticketing:v1' });
+    }
+    const next = services['worker-production-next'];
+    expect(next).toMatchObject({
+      image: 'ticketing:v2',
+      command: services['worker-production']?.command,
+      environment: { WORKER_VERSIONING: 'true', TEMPORAL_BUILD_ID: 'v2' },
+      deploy: { replicas: '2' },
+    });
+    expect(production['worker-production-next']?.deploy?.replicas).toBe('0');
+    // Without RELEASE the build id is empty, and a production process refuses it (test/unit/production-config.test.ts).
+    expect(production['worker-production']?.environment?.TEMPORAL_BUILD_ID).toBe('');
+  });
+
   test("what the operator sets in deploy/production.env is never replaced by a service's `environment:`", () => {
     // Compose gives `environment:` precedence over `env_file:`: a key in both silently drops the operator's value.
     const operatorKeys = Object.keys(readEnvFile(join(ROOT, 'deploy', 'production.env.example')));
@@ -248,9 +271,11 @@ describe('the production profile', () => {
       };
       for (const [name, value] of Object.entries(secretValues)) writeFileSync(join(work, name), `${value}\n`);
       const example = readEnvFile(join(ROOT, 'deploy', 'production.env.example'));
+      // A release (RELEASE): without one, versioned production processes refuse to start (tested beside).
+      const released = servicesOf(readCompose({ RELEASE: 'v1' }), 'production');
       for (const name of ['api-production', 'worker-production']) {
         const environment = Object.fromEntries(
-          Object.entries(production[name]?.environment ?? {}).map(([key, value]) => [
+          Object.entries(released[name]?.environment ?? {}).map(([key, value]) => [
             key,
             value.replace(/^\/run\/secrets\//, `${work}/`),
           ]),
@@ -270,7 +295,7 @@ describe('the production profile', () => {
       expect(() =>
         loadEnv(
           Object.fromEntries(
-            Object.entries(production['api-production']?.environment ?? {}).map(([key, value]) => [
+            Object.entries(released['api-production']?.environment ?? {}).map(([key, value]) => [
               key,
               value.replace(/^\/run\/secrets\//, `${work}/`),
             ]),

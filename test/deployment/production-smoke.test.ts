@@ -179,7 +179,8 @@ beforeAll(async () => {
   const [apiPort = 0, temporal = 0, ui = 0, redis = 0, sandbox = 0, smtp = 0] = await freePorts(6);
   ports = { api: apiPort, temporal, ui, redis, sandbox, smtp };
   apiOrigin = `http://127.0.0.1:${ports.api}`;
-  const compose = readCompose();
+  // A release: its workers poll versioned, as build id RELEASE.
+  const compose = readCompose({ RELEASE: 'smoke-1' });
   production = Object.fromEntries(
     Object.entries(compose.services).filter(([, service]) => service.profiles?.includes('production')),
   );

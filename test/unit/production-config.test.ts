@@ -128,6 +128,22 @@ describe('PUBLIC_ORIGIN', () => {
   });
 });
 
+describe('Worker Versioning', () => {
+  test('production refuses versioned workers without an explicit build id: releases would share the default', () => {
+    expect(() => loadEnv({ ...PRODUCTION, WORKER_VERSIONING: 'true' })).toThrow(
+      /WORKER_VERSIONING=true needs TEMPORAL_BUILD_ID/,
+    );
+    expect(() => loadEnv({ ...PRODUCTION, WORKER_VERSIONING: 'true', TEMPORAL_BUILD_ID: '' })).toThrow(
+      /needs TEMPORAL_BUILD_ID/,
+    );
+    expect(loadEnv({ ...PRODUCTION, WORKER_VERSIONING: 'true', TEMPORAL_BUILD_ID: 'v7' }).TEMPORAL_BUILD_ID).toBe('v7');
+    // Unversioned, or in development, the package version stands in (an empty value counts as unset).
+    expect(loadEnv(PRODUCTION).TEMPORAL_BUILD_ID).toBe(
+      loadEnv({ NODE_ENV: 'development', TEMPORAL_BUILD_ID: '' }).TEMPORAL_BUILD_ID,
+    );
+  });
+});
+
 describe('metrics', () => {
   test('production refuses /metrics without a token on a public API listener', () => {
     expect(() => loadEnv({ ...PRODUCTION, API_HOST: '0.0.0.0' })).toThrow(
