@@ -10,11 +10,13 @@ if [ -n "${POSTGRES_PASSWORD_FILE:-}" ]; then POSTGRES_PASSWORD="$(cat "$POSTGRE
 : "${TEMPORAL_DB:=temporal}" "${TEMPORAL_VISIBILITY_DB:=temporal_visibility}" "${NUM_HISTORY_SHARDS:=4}"
 : "${TEMPORAL_NAMESPACE:=default}" "${BROADCAST_ADDRESS:=$(hostname -i | cut -d' ' -f1)}"
 export SQL_PASSWORD="$POSTGRES_PASSWORD" PGPASSWORD="$POSTGRES_PASSWORD"
+# Where the schemas are and the configuration is written: the image's, or another for a run outside it (the test).
+ROOT="${TEMPORAL_ROOT:-/etc/temporal}"
 
 case "${1:-server}" in
 ui)
-  mkdir -p /etc/temporal/ui/config
-  cat > /etc/temporal/ui/config/production.yaml <<YAML
+  mkdir -p "$ROOT/ui/config"
+  cat > "$ROOT/ui/config/production.yaml" <<YAML
 temporalGrpcAddress: ${TEMPORAL_ADDRESS:-temporal-server:7233}
 port: ${TEMPORAL_UI_PORT:-8080}
 enableUi: true
@@ -27,7 +29,7 @@ codec:
 cors:
   cookieInsecure: ${TEMPORAL_UI_COOKIE_INSECURE:-false}
 YAML
-  exec temporal-ui --root /etc/temporal/ui --config config --env production start
+  exec temporal-ui --root "$ROOT/ui" --config config --env production start
   ;;
 server)
   sql_tool() { sql --plugin postgres12 --ep "$POSTGRES_HOST" -p "$POSTGRES_PORT" -u "$POSTGRES_USER" "$@"; }
@@ -36,9 +38,9 @@ server)
       "select 1 from pg_database where datname = '$db'" | grep -q 1 || sql_tool --db "$db" create-database
   done
   sql_tool --db "$TEMPORAL_DB" setup-schema -v 0.0
-  sql_tool --db "$TEMPORAL_DB" update-schema -d /etc/temporal/schema/temporal/versioned
+  sql_tool --db "$TEMPORAL_DB" update-schema -d "$ROOT/schema/temporal/versioned"
   sql_tool --db "$TEMPORAL_VISIBILITY_DB" setup-schema -v 0.0
-  sql_tool --db "$TEMPORAL_VISIBILITY_DB" update-schema -d /etc/temporal/schema/visibility/versioned
+  sql_tool --db "$TEMPORAL_VISIBILITY_DB" update-schema -d "$ROOT/schema/visibility/versioned"
 
   store() {
     cat <<YAML
@@ -54,10 +56,10 @@ server)
         maxConnLifetime: 1h
 YAML
   }
-  mkdir -p /etc/temporal/config/dynamicconfig
+  mkdir -p "$ROOT/config/dynamicconfig"
   # The fair matcher: checkouts' fairness keys (api/services/task-fairness.ts) need it. A mounted file is kept as is.
-  [ -f /etc/temporal/config/dynamicconfig/production.yaml ] ||
-    printf 'matching.enableFairness:\n  - value: true\n' > /etc/temporal/config/dynamicconfig/production.yaml
+  [ -f "$ROOT/config/dynamicconfig/production.yaml" ] ||
+    printf 'matching.enableFairness:\n  - value: true\n' > "$ROOT/config/dynamicconfig/production.yaml"
   {
     cat <<YAML
 log:
@@ -101,19 +103,32 @@ clusterMetadata:
 dcRedirectionPolicy:
   policy: noop
 dynamicConfigClient:
-  filepath: /etc/temporal/config/dynamicconfig/production.yaml
+  filepath: $ROOT/config/dynamicconfig/production.yaml
   pollInterval: 60s
 YAML
-  } > /etc/temporal/config/production.yaml
+  } > "$ROOT/config/production.yaml"
 
-  server --root /etc/temporal --config config --env production --allow-no-auth start &
+  server --root "$ROOT" --config config --env production --allow-no-auth start &
   pid=$!
-  until temporal operator cluster health --address 127.0.0.1:7233 >/dev/null 2>&1; do sleep 1; done
+  # sh as PID 1 ignores a signal it has no handler for: `docker stop` would wait its grace period out and kill the
+  # server. Forward it, so the server shuts down cleanly.
+  trap 'kill -TERM "$pid" 2>/dev/null' TERM INT
+  until temporal operator cluster health --address 127.0.0.1:7233 >/dev/null 2>&1; do
+    kill -0 "$pid" 2>/dev/null || exit 1 # the server died while starting: let the restart policy start it again
+    sleep 1
+  done
   temporal operator namespace create --namespace "$TEMPORAL_NAMESPACE" --address 127.0.0.1:7233 2>/dev/null || true
   until temporal operator search-attribute create --namespace "$TEMPORAL_NAMESPACE" --address 127.0.0.1:7233 \
     --name SaleReference --type Keyword --name WorkspaceId --type Keyword --name EventDateId --type Keyword \
     --name SaleStatus --type Keyword --name Gateway --type Keyword >/dev/null 2>&1; do sleep 1; done
-  wait "$pid"
+  status=0
+  wait "$pid" || status=$?
+  # A trapped signal ends `wait` early while the server still runs: wait for the server's own exit and status.
+  while kill -0 "$pid" 2>/dev/null; do
+    status=0
+    wait "$pid" || status=$?
+  done
+  exit "$status"
   ;;
 *) exec "$@" ;;
 esac
