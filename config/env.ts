@@ -217,7 +217,7 @@ export const EnvSchema = z.object({
    * joins and polls being answered. Unset: as many as 30% of the process's heap limit holds at 20 KB each (about 3,900
    * with the API's 256 MB heap; a held long poll measured 16.4 KB; api/services/waiting-room-watch.ts). Three
    * quarters of it may be held long polls; a poll past that is answered at once and its `pollAfterMs` asks the buyer
-   * back after half to all of its wait. A room request past the whole budget gets 503 with a Retry-After of 1–5 s. The
+   * back after about half its estimated wait (0.8–60 s). A room request past the whole budget gets 503 with a Retry-After of 1–5 s. The
    * process never runs out of heap under a crowd, and more API replicas hold more of it.
    */
   WAITING_ROOM_REQUESTS_PER_PROCESS: z.coerce.number().int().min(1).optional(),

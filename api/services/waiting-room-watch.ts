@@ -65,13 +65,29 @@ export function roomBusyRetryAfterSeconds(random: () => number = Math.random): n
   return 1 + Math.floor(random() * 5);
 }
 
+/** Soonest an unheld poll is asked back: the room's own polling pace (POLL_AFTER_MS of waiting-room.ts). */
+const UNHELD_SOONEST_MS = 800;
+/** Latest an unheld poll is asked back, however far back in line: the position and estimate it sees stay fresh. */
+export const UNHELD_LATEST_MS = 60_000;
+
 /**
- * When to come back, for a long poll the process could not hold: about when a held one would have been answered
- * (between half and all of the wait asked for), spread at random so the unheld part of a crowd does not return at once.
+ * When to come back, for a long poll the process could not hold. Unheld buyers are most of a large crowd (a process
+ * holds about 2,900), and their polls are what the process spends its time on: 17,000 of them asked back every 10–20 s
+ * kept the one API process of the 20,000-buyer crowd 80–100% busy, so admission stayed at its floor
+ * (`crowd-2026-11-29-20000-near-front`). A buyer comes back at about half its estimated wait, spread ±25% so the crowd
+ * does not return at once, between UNHELD_SOONEST_MS and UNHELD_LATEST_MS: soon near the front, where an admission
+ * heard late leaves one of the few active slots idle; rarely far back, where nothing changes for minutes. Without an
+ * estimate, about when a held poll would have been answered (half to all of the wait asked for).
  */
-export function unheldPollAfterMs(waitMs: number, random: () => number = Math.random): number {
-  const wait = Math.min(waitMs, MAX_WAIT_MS);
-  return Math.round(wait * (0.5 + 0.5 * random()));
+export function unheldPollAfterMs(
+  waitMs: number,
+  estimatedWaitSeconds: number | null = null,
+  random: () => number = Math.random,
+): number {
+  if (estimatedWaitSeconds === null) return Math.round(Math.min(waitMs, MAX_WAIT_MS) * (0.5 + 0.5 * random()));
+  const base = Math.min(UNHELD_LATEST_MS, Math.max(UNHELD_SOONEST_MS, estimatedWaitSeconds * 500));
+  const spread = Math.round(base * (0.75 + 0.5 * random()));
+  return Math.min(UNHELD_LATEST_MS, Math.max(UNHELD_SOONEST_MS, spread));
 }
 
 export interface RoomSignal {

@@ -285,13 +285,15 @@ describe('waiting room', () => {
         (count) => count === 3,
         5_000,
       );
-      // Three polls held: the next long poll is answered now, told to come back in 10–20 s.
+      // Three polls held: the next long poll is answered now, told to come back at about half its estimated wait
+      // (±25%, between 0.8 and 60 s).
       const unheld = await longPoll(turns[4]!.token, 20_000);
       expect(unheld.status).toBe(200);
       expect(unheld.turn).toMatchObject({ status: 'waiting', position: 4 });
       expect(unheld.afterMs).toBeLessThan(3_000);
-      expect(unheld.turn.pollAfterMs).toBeGreaterThanOrEqual(10_000);
-      expect(unheld.turn.pollAfterMs).toBeLessThanOrEqual(20_000);
+      const halfWaitMs = Math.min(60_000, Math.max(800, unheld.turn.estimatedWaitSeconds! * 500));
+      expect(unheld.turn.pollAfterMs).toBeGreaterThanOrEqual(Math.max(800, Math.floor(halfWaitMs * 0.75)));
+      expect(unheld.turn.pollAfterMs).toBeLessThanOrEqual(Math.min(60_000, Math.ceil(halfWaitMs * 1.25)));
       // Sent away for seconds, the buyer does not keep an idle connection on this process meanwhile.
       expect(unheld.connection).toBe('close');
       // Joins sent at once while three are held: the fourth room request is taken, those past it are refused.

@@ -13,6 +13,7 @@ import {
   roomBusyRetryAfterSeconds,
   roomRequestCapacity,
   signalConcerns,
+  UNHELD_LATEST_MS,
   unheldPollAfterMs,
 } from '../../api/services/waiting-room-watch.js';
 
@@ -87,9 +88,22 @@ describe('waiting-room long-poll signals', () => {
     expect(roomBusyRetryAfterSeconds(() => 0.999_999)).toBe(5);
   });
 
-  test('an unheld poll comes back between half and all of the wait asked for, never past the longest wait', () => {
-    expect(unheldPollAfterMs(20_000, () => 0)).toBe(10_000);
-    expect(unheldPollAfterMs(20_000, () => 0.999_999)).toBe(20_000);
-    expect(unheldPollAfterMs(60_000, () => 0.999_999)).toBe(25_000);
+  test('an unheld poll without an estimate comes back between half and all of the wait asked for, never past the longest wait', () => {
+    expect(unheldPollAfterMs(20_000, null, () => 0)).toBe(10_000);
+    expect(unheldPollAfterMs(20_000, null, () => 0.999_999)).toBe(20_000);
+    expect(unheldPollAfterMs(60_000, null, () => 0.999_999)).toBe(25_000);
+  });
+
+  test('an unheld buyer comes back at about half its estimated wait: soon near the front, at most a minute far back', () => {
+    // Near the front: within a second or a few.
+    expect(unheldPollAfterMs(20_000, 1, () => 0.5)).toBe(800);
+    expect(unheldPollAfterMs(20_000, 0, () => 0)).toBe(800);
+    expect(unheldPollAfterMs(20_000, 8, () => 0.5)).toBe(4_000);
+    // Spread ±25% so buyers with one estimate do not return together.
+    expect(unheldPollAfterMs(20_000, 8, () => 0)).toBe(3_000);
+    expect(unheldPollAfterMs(20_000, 8, () => 0.999_999)).toBe(5_000);
+    // Far back: a minute at most, whatever the wait.
+    expect(unheldPollAfterMs(20_000, 90, () => 0.5)).toBe(45_000);
+    expect(unheldPollAfterMs(20_000, 3_600, () => 0.999_999)).toBe(UNHELD_LATEST_MS);
   });
 });

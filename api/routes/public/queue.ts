@@ -173,9 +173,9 @@ export const publicQueueRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
         if (await app.waitingRoomWatch.wait(date.id, { seq: first.seq, soldOut }, waitMs)) {
           turn = (await requireRedis('The waiting room', () => turnStanding(room, date.id, token))) ?? turn;
         } else {
-          // This process holds all the long polls its heap allows: the buyer comes back about when a held poll would
-          // have been answered, spread so the unheld part of the crowd does not return at once.
-          turn = { ...turn, pollAfterMs: unheldPollAfterMs(waitMs) };
+          // This process holds all the long polls its heap allows: the buyer comes back at about half its estimated
+          // wait, spread so the unheld part of the crowd does not return at once.
+          turn = { ...turn, pollAfterMs: unheldPollAfterMs(waitMs, turn.estimatedWaitSeconds) };
           // Nor does it keep an idle connection open for the buyer meanwhile: connections cost heap too.
           reply.header('connection', 'close');
         }
