@@ -9,8 +9,9 @@
  * - strained: reservation latency above its goal, the event loop busier/later than `slowAt` of the shedding
  *   thresholds, or the worker's task backlog above its goal. Take a fifth off, so admission slows before the load
  *   shedder has anything to shed, and before a new buyer's reservation waits behind tasks the worker has not started.
- * - grow: healthy, buyers waiting, and the controller is what holds them back: most slots in use (add a tenth to
- *   both, at least one), or slots free but the admission rate binding (raise the rate only).
+ * - grow: healthy, buyers waiting, and the controller is what holds them back: most slots in use (add 4% to both, at
+ *   least one slot and half an admission a second), or slots free but the admission rate binding (raise the rate
+ *   only).
  * - hold: healthy but the controller is not the bottleneck (nobody waits, or stock caps admission).
  * - settle: shed or strained again, but within `decreaseSpacingMs` of the last decrease. Hold until the measurements
  *   can show what that decrease did: the latency window and the backlog sample outlast several ticks, so reacting to
@@ -83,6 +84,9 @@ export interface Admission {
   admitPerSecond: number;
 }
 
+/** Share by which a healthy tick grows admission (targetActive and admitPerSecond). */
+const GROWTH_PER_TICK = 0.04;
+
 export type AdmissionVerdict = 'shed' | 'strained' | 'settle' | 'grow' | 'hold';
 
 /** Where a waiting room starts before it has measured anything. */
@@ -144,11 +148,18 @@ export function nextAdmission(
       admitPerSecond: rate(previous.admitPerSecond * 0.8),
     };
   }
-  const faster = rate(previous.admitPerSecond + Math.max(1, previous.admitPerSecond * 0.2));
+  // Growth is gentle, a few percent a tick (about 10–20% a second at four ticks a second), because what it causes shows
+  // in the measurements only seconds later: at a tenth a tick, a crowd whose polls no longer held the stack back was
+  // admitted 750 buyers in 20 s, and reservations waited up to 22 s (`crowd-2026-11-29-20000-estimate-backoff`).
+  const faster = rate(previous.admitPerSecond + Math.max(0.5, previous.admitPerSecond * GROWTH_PER_TICK));
   if (input.waiting > 0 && !input.stockBound && input.active >= previous.targetActive * 0.8) {
     return {
       verdict: 'grow',
-      targetActive: clamp(previous.targetActive + Math.max(1, Math.ceil(previous.targetActive * 0.1)), floor, ceiling),
+      targetActive: clamp(
+        previous.targetActive + Math.max(1, Math.round(previous.targetActive * GROWTH_PER_TICK)),
+        floor,
+        ceiling,
+      ),
       admitPerSecond: faster,
     };
   }

@@ -61,7 +61,7 @@ describe('admission controller', () => {
       { targetActive: 50, admitPerSecond: 10 },
       { health: healthy, active: 48, waiting: 100, stockBound: false, bounds, limits },
     );
-    expect(next).toEqual({ verdict: 'grow', targetActive: 55, admitPerSecond: 12 });
+    expect(next).toEqual({ verdict: 'grow', targetActive: 52, admitPerSecond: 10.5 });
   });
 
   test('raises only the rate while slots are free but the admission rate holds waiting buyers back', () => {
@@ -69,7 +69,7 @@ describe('admission controller', () => {
       { targetActive: 50, admitPerSecond: 10 },
       { health: healthy, active: 10, waiting: 100, stockBound: false, bounds, limits },
     );
-    expect(next).toEqual({ verdict: 'grow', targetActive: 50, admitPerSecond: 12 });
+    expect(next).toEqual({ verdict: 'grow', targetActive: 50, admitPerSecond: 10.5 });
   });
 
   test('holds while healthy but nobody waits, or stock is what caps admission', () => {
