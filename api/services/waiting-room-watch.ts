@@ -9,6 +9,7 @@
  */
 import { getHeapStatistics } from 'node:v8';
 import type { Redis } from 'ioredis';
+import { POLL_AFTER_MS } from './waiting-room.js';
 
 export const ROOM_SIGNALS_CHANNEL = 'wr:signals';
 /** Longest a GET may wait. */
@@ -65,8 +66,8 @@ export function roomBusyRetryAfterSeconds(random: () => number = Math.random): n
   return 1 + Math.floor(random() * 5);
 }
 
-/** Soonest an unheld poll is asked back: the room's own polling pace (POLL_AFTER_MS of waiting-room.ts). */
-const UNHELD_SOONEST_MS = 800;
+/** Soonest an unheld poll is asked back: the room's own polling pace. */
+const UNHELD_SOONEST_MS = POLL_AFTER_MS;
 /** Latest an unheld poll is asked back, however far back in line: the position and estimate it sees stay fresh. */
 export const UNHELD_LATEST_MS = 60_000;
 
