@@ -36,6 +36,11 @@ const limits: AdmissionLimits = {
 };
 const bounds = { floor: 10, ceiling: 200 };
 
+/** A busy room before its first tick: 100 admitted buyers at 40 a second, never cut. */
+function busyRoom(): ReturnType<typeof tickRoom> {
+  return { admission: { targetActive: 100, admitPerSecond: 40 }, lastDecreaseAt: null, verdict: 'hold' };
+}
+
 /** One tick of a busy room as the ticker runs it: every admitted slot in use, buyers waiting, the last cut remembered. */
 function tickRoom(
   room: { admission: Admission; lastDecreaseAt: number | null },
@@ -125,11 +130,7 @@ describe('admission controller', () => {
   });
 
   test('a backlog that builds up brings admission down to the floor; once drained, admission grows again', () => {
-    let room: ReturnType<typeof tickRoom> = {
-      admission: { targetActive: 100, admitPerSecond: 40 },
-      lastDecreaseAt: null,
-      verdict: 'hold',
-    };
+    let room = busyRoom();
     const trace: number[] = [];
     // Expiring holds flood the queue for 25 s (a tick every 250 ms, as the ticker runs), then the worker catches up.
     for (let tick = 0; tick < 160; tick += 1) {
@@ -145,11 +146,7 @@ describe('admission controller', () => {
 
   test('cuts once per decrease spacing: a slow moment that lasts a second is one cut, not one per tick', () => {
     const strained = { ...healthy, reservationP90Ms: limits.reservationLatencyGoalMs + 1 };
-    let room: ReturnType<typeof tickRoom> = {
-      admission: { targetActive: 100, admitPerSecond: 40 },
-      lastDecreaseAt: null,
-      verdict: 'hold',
-    };
+    let room = busyRoom();
     const verdicts: string[] = [];
     for (let tick = 0; tick < 4; tick += 1) {
       room = tickRoom(room, tick * TICK_MS, strained);
