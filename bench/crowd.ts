@@ -17,7 +17,9 @@
  * trace of the room's admission knobs with the API's shed count.
  *
  * Flags: --buyers <n> (20000), --join-seconds <n> (10), --tickets <n> (1000), --baseline-attempts <n>
- * (2 × tickets), --skip-baseline, --max-seconds <n> (600: no buyer starts a step after it), --name <name>.
+ * (2 × tickets), --skip-baseline, --max-seconds <n> (600: no buyer starts a step after it), --api-replicas <n> (1:
+ * API processes sharing the stack, each buyer sent to one of them in turn, as a load balancer spreads browsers;
+ * the baseline runs through the first), --name <name>.
  * Environment: BENCH_DATABASE_URL, BENCH_REDIS_URL, BENCH_POOL_MAX (20), KEEP_BENCH_DATABASE=1.
  */
 import { randomUUID } from 'node:crypto';
@@ -57,6 +59,7 @@ function parseArgs(argv: string[]) {
     baselineAttempts: num('baseline-attempts', 2 * tickets),
     skipBaseline: flags.get('skip-baseline') === 'true',
     maxSeconds: num('max-seconds', 600),
+    apiReplicas: num('api-replicas', 1),
     name: flags.get('name') ?? `crowd-${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}`,
   };
 }
@@ -105,6 +108,7 @@ const stack = await startBenchStack({
   poolMax: POOL_MAX,
   temporalMode: 'file',
   log,
+  apiReplicas: args.apiReplicas,
 });
 process.once('SIGINT', () => void stack.stop().finally(() => process.exit(130)));
 const pool = new pg.Pool({ connectionString: DATABASE_URL, max: POOL_MAX });
@@ -115,27 +119,45 @@ const { client: temporal, connection } = await connectTemporalClient({
   TEMPORAL_NAMESPACE: 'default',
 });
 const http = new HttpClient(stack.apiUrl, 512);
-/** Long polls hold a connection each while they wait: a pool as large as the crowd, as browsers have. */
-const waitHttp = new HttpClient(stack.apiUrl, args.buyers + 64);
+/** Per API replica: a client for the buyers' steps, and one for their long polls. */
+const replicas = stack.apiUrls.map((url, index) => ({
+  http: index === 0 ? http : new HttpClient(url, 512),
+  /** Long polls hold a connection each while they wait: a pool as large as the replica's share of the crowd. */
+  waitHttp: new HttpClient(url, Math.ceil(args.buyers / stack.apiUrls.length) + 64),
+}));
 /** How long each standing request may wait (GET /queue?waitMs=): one request per buyer per ~20 s while nothing changes. */
 const LONG_POLL_MS = 20_000;
-const pids = {
+const pids: Record<string, number | undefined> = {
   api: stack.processes.api.child.pid,
+  ...Object.fromEntries(stack.apiReplicas.map((replica, index) => [`api${index + 2}`, replica.child.pid])),
   worker: stack.processes.worker.child.pid,
   temporal: stack.processes.temporal.child.pid,
   sandbox: stack.processes.sandbox.child.pid,
   loadGenerator: process.pid,
 };
 
-/** The API's own count of requests it shed (ticketing_http_requests_shed_total, every trigger). */
+/** The API replicas' own count of requests they shed (ticketing_http_requests_shed_total, every trigger). */
 async function apiShedTotal(): Promise<number> {
-  const metrics = await http.request('GET', '/metrics');
-  const text = typeof metrics.body === 'string' ? metrics.body : '';
-  return [...text.matchAll(/^ticketing_http_requests_shed_total\{[^}]*\} (\d+(?:\.\d+)?)$/gm)].reduce(
-    (sum, match) => sum + Number(match[1]),
-    0,
+  const counts = await Promise.all(
+    replicas.map(async (replica) => {
+      const metrics = await replica.http.request('GET', '/metrics');
+      const text = typeof metrics.body === 'string' ? metrics.body : '';
+      return [...text.matchAll(/^ticketing_http_requests_shed_total\{[^}]*\} (\d+(?:\.\d+)?)$/gm)].reduce(
+        (sum, match) => sum + Number(match[1]),
+        0,
+      );
+    }),
   );
+  return counts.reduce((sum, count) => sum + count, 0);
 }
+
+/** Each API process's peak RSS (api, api2, …), and the worker's. */
+const peakRssMb = () =>
+  Object.fromEntries(
+    Object.entries(pids)
+      .filter(([name]) => name === 'worker' || name.startsWith('api'))
+      .map(([name, pid]) => [name, memoryOf(pid)?.peakMb ?? null]),
+  );
 
 /** Sends until the answer is not a 503/429 with Retry-After (a browser waits and asks again), before `deadline`. */
 async function asBrowser(send: () => Promise<HttpResult>, deadline: number, onServerError: () => void) {
@@ -236,6 +258,13 @@ try {
 
   // Once a second: the room's knobs and counts, and the API's shed count (does admission slow before shedding?).
   const timeline: Array<Record<string, number>> = [];
+  /** The controller's cuts so far by cause (`cuts:<cause>` in the knobs, api/services/waiting-room-ticker.ts). */
+  const cutsOf = (knobs: Record<string, string>) =>
+    Object.fromEntries(
+      Object.entries(knobs)
+        .filter(([field]) => field.startsWith('cuts:'))
+        .map(([field, count]) => [field.slice('cuts:'.length), Number(count)]),
+    );
   const keys = roomKeys(event.eventDateId);
   let sampling = true;
   const sampler = (async () => {
@@ -255,6 +284,7 @@ try {
         admittedTotal: Number(knobs.admittedTotal ?? 0),
         waiting,
         active,
+        ...Object.fromEntries(Object.entries(cutsOf(knobs)).map(([cause, count]) => [`cuts:${cause}`, count])),
         shed: (await apiShedTotal().catch(() => shedBefore)) - shedBefore,
       });
       await sleep(1_000);
@@ -274,6 +304,7 @@ try {
   const follow = async (index: number): Promise<void> => {
     await sleep(Math.max(0, crowdStarted + index * joinSpacingMs - Date.now()));
     const buyer = buyers[index]!;
+    const { http, waitHttp } = replicas[index % replicas.length]!;
     const address = `10.${(index >> 16) & 255}.${(index >> 8) & 255}.${index & 255}`;
     const trace: BuyerTrace = {
       index,
@@ -485,6 +516,8 @@ try {
     invariantViolations: invariants.violations,
     unusedTurnsPastDeadlineNotExpired: unexpiredPastDeadline,
     turnsExpired: Number(knobs.expired ?? 0),
+    /** How often the controller slowed admission, by the measurement that said the stack was strained. */
+    admissionCutsByCause: cutsOf(knobs),
     apiShed: (await apiShedTotal()) - shedBefore,
     cpuCores,
     timeline,
@@ -546,7 +579,7 @@ try {
   results.targets = targets.map(([name, value, goal, met]) => ({ name, value, goal, met }));
   console.log(`\n${table(['target', 'value', 'goal', 'met'], targets)}\n`);
   log(
-    `crowd: gave up ${JSON.stringify(gaveUp)}; joined ${crowd.joined}, admitted ${crowd.admitted}, confirmed ${crowd.confirmed}, told sold out ${soldOutNotices.length}, still waiting ${crowd.stillWaitingAtEnd}, shed ${crowd.apiShed}; CPU ${JSON.stringify(cpuCores)}`,
+    `crowd: gave up ${JSON.stringify(gaveUp)}; joined ${crowd.joined}, admitted ${crowd.admitted}, confirmed ${crowd.confirmed}, told sold out ${soldOutNotices.length}, still waiting ${crowd.stillWaitingAtEnd}, shed ${crowd.apiShed}; admission cut by ${JSON.stringify(crowd.admissionCutsByCause)}; CPU ${JSON.stringify(cpuCores)}`,
   );
 } catch (error) {
   exitCode = 1;
@@ -560,11 +593,14 @@ saveResults(args.name, {
   durationS: Math.round((Date.now() - started) / 1000),
   args,
   machine: machineFacts(),
-  peakRssMb: { api: memoryOf(pids.api)?.peakMb ?? null, worker: memoryOf(pids.worker)?.peakMb ?? null },
+  peakRssMb: peakRssMb(),
   ...results,
 });
+for (const replica of replicas) {
+  if (replica.http !== http) replica.http.close();
+  replica.waitHttp.close();
+}
 http.close();
-waitHttp.close();
 redis.disconnect();
 await connection.close();
 await orm.close(true);

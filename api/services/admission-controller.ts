@@ -94,17 +94,35 @@ export function initialAdmission(bounds: AdmissionBounds): Admission {
   return { targetActive: clamp(20, bounds.floor, bounds.ceiling), admitPerSecond: 10 };
 }
 
-export function judgeHealth(health: StackHealth, limits: AdmissionLimits): 'shed' | 'strained' | 'healthy' {
-  if (health.shedSinceLastTick > 0) return 'shed';
-  const slowLatency = health.reservationP90Ms !== null && health.reservationP90Ms > limits.reservationLatencyGoalMs;
-  const busyLoop =
+/** A measurement that says the stack is past what it serves well; each is one reason admission slows. */
+export type StrainCause = 'shed' | 'reservation_latency' | 'event_loop_busy' | 'event_loop_late' | 'task_backlog';
+
+/** Every measurement of `health` past its limit: shed requests first, then the signals of strain below shedding. */
+export function strainCauses(health: StackHealth, limits: AdmissionLimits): StrainCause[] {
+  const causes: StrainCause[] = [];
+  if (health.shedSinceLastTick > 0) causes.push('shed');
+  if (health.reservationP90Ms !== null && health.reservationP90Ms > limits.reservationLatencyGoalMs) {
+    causes.push('reservation_latency');
+  }
+  if (
     limits.shedEventLoopUtilization > 0 &&
-    health.eventLoopUtilization > limits.shedEventLoopUtilization * limits.slowAt;
-  const lateLoop =
-    limits.shedEventLoopDelayMs > 0 && health.eventLoopDelayMs > limits.shedEventLoopDelayMs * limits.slowAt;
-  const backlogged =
-    limits.taskBacklogGoal > 0 && health.taskBacklog !== null && health.taskBacklog > limits.taskBacklogGoal;
-  return slowLatency || busyLoop || lateLoop || backlogged ? 'strained' : 'healthy';
+    health.eventLoopUtilization > limits.shedEventLoopUtilization * limits.slowAt
+  ) {
+    causes.push('event_loop_busy');
+  }
+  if (limits.shedEventLoopDelayMs > 0 && health.eventLoopDelayMs > limits.shedEventLoopDelayMs * limits.slowAt) {
+    causes.push('event_loop_late');
+  }
+  if (limits.taskBacklogGoal > 0 && health.taskBacklog !== null && health.taskBacklog > limits.taskBacklogGoal) {
+    causes.push('task_backlog');
+  }
+  return causes;
+}
+
+export function judgeHealth(health: StackHealth, limits: AdmissionLimits): 'shed' | 'strained' | 'healthy' {
+  const causes = strainCauses(health, limits);
+  if (causes.includes('shed')) return 'shed';
+  return causes.length > 0 ? 'strained' : 'healthy';
 }
 
 export function nextAdmission(

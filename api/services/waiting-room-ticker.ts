@@ -20,6 +20,7 @@ import {
   initialAdmission,
   nextAdmission,
   type StackHealth,
+  strainCauses,
 } from './admission-controller.js';
 import type { TaskBacklogSampler } from './task-backlog.js';
 import {
@@ -286,6 +287,8 @@ export class WaitingRoomTicker {
       bounds,
       limits: this.limits,
     });
+    if (next.verdict === 'shed' || next.verdict === 'strained')
+      await countAdmissionCuts(redis, keys.knobs, health, this.limits);
     let admissionRate = memory?.admissionRate ?? 0;
     if (memory && now > memory.lastAt) {
       const instant = ((counters.admittedTotal - memory.lastAdmittedTotal) * 1000) / (now - memory.lastAt);
@@ -325,6 +328,18 @@ export class WaitingRoomTicker {
       this.rooms.delete(eventDateId);
     }
   }
+}
+
+/**
+ * Counts what made the controller slow admission down, one field per cause in the room's knobs (`cuts:<cause>`): the
+ * crowd bench reads them to say which measurement bounded admission, and an operator can read them in Redis.
+ */
+export async function countAdmissionCuts(redis: Redis, knobsKey: string, health: StackHealth, limits: AdmissionLimits) {
+  const causes = strainCauses(health, limits);
+  if (causes.length === 0) return;
+  const counting = redis.multi();
+  for (const cause of causes) counting.hincrby(knobsKey, `cuts:${cause}`, 1);
+  await counting.exec();
 }
 
 /** Why a request refused with 503 is counted under the shed metric's `reason` when the room's own budget refused it. */

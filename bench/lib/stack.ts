@@ -93,6 +93,12 @@ export interface BenchStack {
   work: string;
   logDir: string;
   processes: { temporal: ManagedProcess; sandbox: ManagedProcess; worker: ManagedProcess; api: ManagedProcess };
+  /**
+   * Replicas of the API beside the first (`apiReplicas` − 1), each on a port of its own and sharing its database, Redis
+   * and Temporal, as replicas behind a load balancer do; `apiUrls` lists every replica, the first one's first.
+   */
+  apiReplicas: ManagedProcess[];
+  apiUrls: string[];
   emptyWorker: ManagedProcess;
   probeFile(name: 'api' | 'worker'): string;
   /** Stops the API and starts it again with `extra` over its environment (same port); resolves once it is live. */
@@ -113,11 +119,14 @@ export async function startBenchStack(options: {
   poolMax: number;
   temporalMode: TemporalMode;
   log: (line: string) => void;
+  /** API processes to run (1 unless a bench compares replicas). */
+  apiReplicas?: number;
 }): Promise<BenchStack> {
   const work = mkdtempSync(join(tmpdir(), 'ticketing-bench-'));
   const logDir = join(ROOT, '.dev', 'bench-logs', `${process.pid}`);
   mkdirSync(logDir, { recursive: true });
-  const [temporalPort = 0, temporalUiPort = 0, sandboxPort = 0, smtpPort = 0, apiPort = 0] = await freePorts(5);
+  const [temporalPort = 0, temporalUiPort = 0, sandboxPort = 0, smtpPort = 0, apiPort = 0, ...replicaPorts] =
+    await freePorts(4 + Math.max(1, options.apiReplicas ?? 1));
   const env: Record<string, string> = {
     NODE_ENV: 'test',
     // The bench measures capacity; the per-key limiter (tested on its own) would answer 429 long before that.
@@ -180,9 +189,10 @@ export async function startBenchStack(options: {
         command: process.execPath,
         args: [
           // The process's production flags (config/node-flags.ts), or BENCH_NODE_FLAGS_<PROCESS>=<flags> instead (empty
-          // for none), to compare settings.
-          ...(process.env[`BENCH_NODE_FLAGS_${name.toUpperCase().replace(/-/g, '_')}`]?.split(/\s+/).filter(Boolean) ??
-            nodeFlagsFor(entry)),
+          // for none), to compare settings; an API replica (api-2, …) takes the API's.
+          ...(process.env[`BENCH_NODE_FLAGS_${name.replace(/-\d+$/, '').toUpperCase().replace(/-/g, '_')}`]
+            ?.split(/\s+/)
+            .filter(Boolean) ?? nodeFlagsFor(entry)),
           '--import',
           'tsx',
           ...(withProbe ? ['--import', probe] : []),
@@ -205,12 +215,23 @@ export async function startBenchStack(options: {
     started.push(worker);
     let api = node('api', 'api/main.ts', {}, true);
     started.push(api);
+    const apiReplicas = replicaPorts.map((port, index) =>
+      node(`api-${index + 2}`, 'api/main.ts', { API_PORT: String(port) }, true),
+    );
+    started.push(...apiReplicas);
     const emptyWorker = node('bench-worker', 'bench/lib/empty-worker.ts', { TEMPORAL_TASK_QUEUE: EMPTY_TASK_QUEUE });
     started.push(emptyWorker);
     await waitFor('API', () => httpOk(`http://127.0.0.1:${apiPort}/health/live`), { process: api });
+    for (const [index, replica] of apiReplicas.entries()) {
+      await waitFor(`API replica ${index + 2}`, () => httpOk(`http://127.0.0.1:${replicaPorts[index]}/health/live`), {
+        process: replica,
+      });
+    }
     return {
       env,
       apiUrl: `http://127.0.0.1:${apiPort}`,
+      apiReplicas,
+      apiUrls: [apiPort, ...replicaPorts].map((port) => `http://127.0.0.1:${port}`),
       sandboxUrl: env.SANDBOX_URL ?? '',
       temporalAddress: env.TEMPORAL_ADDRESS ?? '',
       work,

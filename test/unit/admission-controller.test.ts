@@ -12,6 +12,7 @@ import {
   judgeHealth,
   nextAdmission,
   type StackHealth,
+  strainCauses,
 } from '../../api/services/admission-controller.js';
 import {
   admissionBounds,
@@ -127,6 +128,29 @@ describe('admission controller', () => {
     expect(judgeHealth({ ...healthy, taskBacklog: limits.taskBacklogGoal }, limits)).toBe('healthy');
     expect(judgeHealth({ ...healthy, taskBacklog: null }, limits)).toBe('healthy');
     expect(judgeHealth(backlogged, { ...limits, taskBacklogGoal: 0 })).toBe('healthy');
+  });
+
+  test('names every measurement past its limit, so a bench or an operator can tell what bounded admission', () => {
+    expect(strainCauses(healthy, limits)).toEqual([]);
+    expect(
+      strainCauses(
+        {
+          reservationP90Ms: limits.reservationLatencyGoalMs + 1,
+          shedSinceLastTick: 2,
+          eventLoopUtilization: 0.98 * limits.slowAt + 0.01,
+          eventLoopDelayMs: 500 * limits.slowAt + 1,
+          taskBacklog: limits.taskBacklogGoal + 1,
+        },
+        limits,
+      ),
+    ).toEqual(['shed', 'reservation_latency', 'event_loop_busy', 'event_loop_late', 'task_backlog']);
+    expect(strainCauses({ ...healthy, eventLoopUtilization: 0.98 * limits.slowAt + 0.01 }, limits)).toEqual([
+      'event_loop_busy',
+    ]);
+    // A signal turned off (threshold 0) is never a cause.
+    expect(strainCauses({ ...healthy, eventLoopUtilization: 1 }, { ...limits, shedEventLoopUtilization: 0 })).toEqual(
+      [],
+    );
   });
 
   test('a backlog that builds up brings admission down to the floor; once drained, admission grows again', () => {
