@@ -4,7 +4,8 @@
  * (bench/lib/stack.ts), and follow it as a browser does: long-poll its standing (GET …?waitMs=20000, answered when
  * admitted, sold out or after 20 s; Retry-After on a 503 or 429), reserve once admitted (POST /customer/orders with X-Queue-Token), open payment and pay with an approved
  * card, and leave on sold_out or expired. Each buyer comes from an address of its own (X-Forwarded-For; the API
- * trusts the loopback proxy), as a crowd does.
+ * trusts the loopback proxy), as a crowd does. The buyers are followed by load-generator processes of their own
+ * (bench/lib/crowd-generator.ts, one per 15,000 buyers), because a process may hold only 20,000 open files here.
  *
  * Same-run baseline: the card flash sale without a crowd (bench/lib/phases.ts reserveRun + confirmRun on a date
  * without a room, capacity `--tickets`, `--baseline-attempts` attempts on 200 connections): its confirmations/s is
@@ -22,7 +23,9 @@
  * the baseline runs through the first), --name <name>.
  * Environment: BENCH_DATABASE_URL, BENCH_REDIS_URL, BENCH_POOL_MAX (20), KEEP_BENCH_DATABASE=1.
  */
+import { type ChildProcess, fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { roomKeys } from '../api/services/waiting-room.js';
@@ -30,13 +33,15 @@ import { connectTemporalClient } from '../config/temporal.js';
 import { initOrm } from '../entities/orm.js';
 import { createOrganizer } from '../test/support/fixtures.js';
 import { healthProbeWorkflowId } from '../workflows/definitions.js';
+import type { BuyerTrace } from './lib/crowd-buyer.js';
+import type { FromGenerator, GeneratorPlan, ToGenerator } from './lib/crowd-generator.js';
 import { cardTokens, createBuyers, orderBody, publishEvent } from './lib/fixtures.js';
-import { errorOf, HttpClient, type HttpResult, pollUntil, sleep, summarize } from './lib/http.js';
+import { HttpClient, pollUntil, sleep, summarize } from './lib/http.js';
 import { type BenchContext, confirmRun, invariantsOf, reserveRun } from './lib/phases.js';
 import { cpuBetween, cpuSnapshot, memoryOf } from './lib/profile.js';
 import { table } from './lib/report.js';
 import { machineFacts, saveResults } from './lib/results.js';
-import { BENCH_TASK_QUEUE, startBenchStack } from './lib/stack.js';
+import { BENCH_TASK_QUEUE, ROOT, startBenchStack } from './lib/stack.js';
 
 function parseArgs(argv: string[]) {
   const flags = new Map<string, string>();
@@ -64,36 +69,6 @@ function parseArgs(argv: string[]) {
   };
 }
 
-interface Turn {
-  token: string;
-  status: 'waiting' | 'admitted' | 'reserving' | 'used' | 'expired' | 'sold_out';
-  position: number;
-  admittedAt: string | null;
-  pollAfterMs: number;
-}
-
-/** What one buyer lived through. */
-interface BuyerTrace {
-  index: number;
-  joinSentAt: number;
-  joinDoneAt: number | null;
-  joinMs: number | null;
-  polls: number;
-  admittedAtMs: number | null;
-  soldOutSeenAt: number | null;
-  expired: boolean;
-  reserveMs: number | null;
-  reserveCode: string | null;
-  reservedAt: number | null;
-  saleId: string | null;
-  payStartedAt: number | null;
-  payCode: string | null;
-  /** Why the buyer stopped following the room, when an answer made it give up. */
-  gaveUp?: string;
-  /** 5xx answers by step ("join", "poll", "reserve", "pay"). */
-  serverErrors: Record<string, number>;
-}
-
 const args = parseArgs(process.argv.slice(3));
 const POOL_MAX = Number(process.env.BENCH_POOL_MAX ?? 20);
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/ticketing_bench_test';
@@ -119,14 +94,15 @@ const { client: temporal, connection } = await connectTemporalClient({
   TEMPORAL_NAMESPACE: 'default',
 });
 const http = new HttpClient(stack.apiUrl, 512);
-/** Per API replica: a client for the buyers' steps, and one for their long polls. */
-const replicas = stack.apiUrls.map((url, index) => ({
-  http: index === 0 ? http : new HttpClient(url, 512),
-  /** Long polls hold a connection each while they wait: a pool as large as the replica's share of the crowd. */
-  waitHttp: new HttpClient(url, Math.ceil(args.buyers / stack.apiUrls.length) + 64),
-}));
+/** The bench's own client of each API replica (its metrics); the buyers' clients live in the generator processes. */
+const replicaClients = stack.apiUrls.map((url, index) => (index === 0 ? http : new HttpClient(url, 8)));
 /** How long each standing request may wait (GET /queue?waitMs=): one request per buyer per ~20 s while nothing changes. */
 const LONG_POLL_MS = 20_000;
+/**
+ * Buyers one load-generator process follows at most: each holds a socket per held poll, and a process may open 20,000
+ * files on this machine (ulimit -n), sockets to the API and everything else it has open included.
+ */
+const BUYERS_PER_GENERATOR = 15_000;
 const pids: Record<string, number | undefined> = {
   api: stack.processes.api.child.pid,
   ...Object.fromEntries(stack.apiReplicas.map((replica, index) => [`api${index + 2}`, replica.child.pid])),
@@ -139,8 +115,8 @@ const pids: Record<string, number | undefined> = {
 /** The API replicas' own count of requests they shed (ticketing_http_requests_shed_total, every trigger). */
 async function apiShedTotal(): Promise<number> {
   const counts = await Promise.all(
-    replicas.map(async (replica) => {
-      const metrics = await replica.http.request('GET', '/metrics');
+    replicaClients.map(async (client) => {
+      const metrics = await client.request('GET', '/metrics');
       const text = typeof metrics.body === 'string' ? metrics.body : '';
       return [...text.matchAll(/^ticketing_http_requests_shed_total\{[^}]*\} (\d+(?:\.\d+)?)$/gm)].reduce(
         (sum, match) => sum + Number(match[1]),
@@ -158,22 +134,6 @@ const peakRssMb = () =>
       .filter(([name]) => name === 'worker' || name.startsWith('api'))
       .map(([name, pid]) => [name, memoryOf(pid)?.peakMb ?? null]),
   );
-
-/** Sends until the answer is not a 503/429 with Retry-After (a browser waits and asks again), before `deadline`. */
-async function asBrowser(send: () => Promise<HttpResult>, deadline: number, onServerError: () => void) {
-  for (;;) {
-    const result = await send();
-    if (result.status >= 500 || result.networkError) onServerError();
-    // A page's script tries again after a refused or dropped connection too (a process at its connection cap closes
-    // new ones at once), a second or two later.
-    const retry = result.status === 503 || result.status === 429 || Boolean(result.networkError);
-    const waitMs = result.networkError
-      ? 1000 + Math.floor(Math.random() * 2000)
-      : Number(result.retryAfter ?? 1) * 1000;
-    if (!retry || Date.now() + waitMs >= deadline) return result;
-    await sleep(waitMs);
-  }
-}
 
 /**
  * Admissions out of join order: an admitted buyer B counts when some buyer A whose join had been answered before
@@ -196,6 +156,48 @@ function fairnessInversions(buyers: readonly BuyerTrace[]): number {
     if (latestEarlierAdmission > buyer.admittedAtMs!) inversions += 1;
   }
   return inversions;
+}
+
+interface Generator {
+  child: ChildProcess;
+  progress: Extract<FromGenerator, { type: 'progress' }> | null;
+  done: Promise<Extract<FromGenerator, { type: 'done' }>>;
+}
+
+/**
+ * Forks one load-generator process (bench/lib/crowd-generator.ts) and resolves once it is ready to follow buyers;
+ * `nextCardToken` answers its requests for card tokens.
+ */
+function forkGenerator(nextCardToken: () => string | undefined): Promise<Generator> {
+  const child = fork(fileURLToPath(new URL('./lib/crowd-generator.ts', import.meta.url)), [], {
+    cwd: ROOT,
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  return new Promise((resolveReady, rejectReady) => {
+    let resolveDone: (message: Extract<FromGenerator, { type: 'done' }>) => void = () => undefined;
+    let rejectDone: (error: Error) => void = () => undefined;
+    const generator: Generator = {
+      child,
+      progress: null,
+      done: new Promise((resolve, reject) => {
+        resolveDone = resolve;
+        rejectDone = reject;
+      }),
+    };
+    child.on('message', (message: FromGenerator) => {
+      if (message.type === 'ready') resolveReady(generator);
+      else if (message.type === 'token') {
+        child.send({ type: 'token', request: message.request, token: nextCardToken() } satisfies ToGenerator);
+      } else if (message.type === 'progress') generator.progress = message;
+      else resolveDone(message);
+    });
+    child.once('exit', (code) => {
+      const error = new Error(`a crowd generator exited with ${code} before it was done`);
+      rejectReady(error);
+      rejectDone(error);
+    });
+  });
 }
 
 const results: Record<string, unknown> = {};
@@ -249,12 +251,30 @@ try {
   const tokens = await cardTokens(stack.env, args.tickets);
   let nextToken = 0;
   const body = orderBody(event);
+  const generators = await Promise.all(
+    Array.from({ length: Math.ceil(args.buyers / BUYERS_PER_GENERATOR) }, () =>
+      forkGenerator(() => tokens[nextToken++]),
+    ),
+  );
   const shedBefore = await apiShedTotal();
   const before = cpuSnapshot(pids);
-  const crowdStarted = Date.now();
-  const deadline = crowdStarted + args.maxSeconds * 1000;
-  const joinSpacingMs = (args.joinSeconds * 1000) / args.buyers;
-  const traces: BuyerTrace[] = [];
+  const crowdStarted = Date.now() + 200;
+  const plan: GeneratorPlan = {
+    replicaUrls: stack.apiUrls,
+    eventDateId: event.eventDateId,
+    orderBody: body,
+    startedAt: crowdStarted,
+    joinSpacingMs: (args.joinSeconds * 1000) / args.buyers,
+    deadline: crowdStarted + args.maxSeconds * 1000,
+    longPollMs: LONG_POLL_MS,
+  };
+  // Buyer i goes to generator i mod k, so that each generator's buyers join throughout the join window.
+  for (const [index, generator] of generators.entries()) {
+    const own = buyers
+      .map((buyer, buyerIndex) => ({ index: buyerIndex, sessionToken: buyer.token }))
+      .filter((buyer) => buyer.index % generators.length === index);
+    generator.child.send({ type: 'start', plan, buyers: own } satisfies ToGenerator);
+  }
 
   // Once a second: the room's knobs and counts, and the API's shed count (does admission slow before shedding?).
   const timeline: Array<Record<string, number>> = [];
@@ -292,132 +312,21 @@ try {
   })();
 
   const progress = setInterval(() => {
-    const admitted = traces.filter((t) => t.admittedAtMs !== null).length;
-    const reserved = traces.filter((t) => t.saleId !== null).length;
-    const soldOut = traces.filter((t) => t.soldOutSeenAt !== null).length;
-    const gave = traces.filter((t) => t.gaveUp).length;
+    const total = (field: 'joined' | 'admitted' | 'reserved' | 'soldOut' | 'gaveUp') =>
+      generators.reduce((sum, generator) => sum + (generator.progress?.[field] ?? 0), 0);
     log(
-      `    joined ${traces.length}, admitted ${admitted}, reserved ${reserved}, told sold out ${soldOut}, gave up ${gave}`,
+      `    joined ${total('joined')}, admitted ${total('admitted')}, reserved ${total('reserved')}, told sold out ${total('soldOut')}, gave up ${total('gaveUp')}`,
     );
   }, 10_000);
 
-  const follow = async (index: number): Promise<void> => {
-    await sleep(Math.max(0, crowdStarted + index * joinSpacingMs - Date.now()));
-    const buyer = buyers[index]!;
-    const { http, waitHttp } = replicas[index % replicas.length]!;
-    const address = `10.${(index >> 16) & 255}.${(index >> 8) & 255}.${index & 255}`;
-    const trace: BuyerTrace = {
-      index,
-      joinSentAt: Date.now(),
-      joinDoneAt: null,
-      joinMs: null,
-      polls: 0,
-      admittedAtMs: null,
-      soldOutSeenAt: null,
-      expired: false,
-      reserveMs: null,
-      reserveCode: null,
-      reservedAt: null,
-      saleId: null,
-      payStartedAt: null,
-      payCode: null,
-      serverErrors: {},
-    };
-    traces.push(trace);
-    const serverError = (step: string) => () => {
-      trace.serverErrors[step] = (trace.serverErrors[step] ?? 0) + 1;
-    };
-    const headers = { 'x-forwarded-for': address, 'x-customer-session': buyer.token };
-    const joined = await asBrowser(
-      () => http.request('POST', `/api/public/queue/${event.eventDateId}`, { headers }),
-      deadline,
-      serverError('join'),
-    );
-    if (joined.status !== 200) {
-      const error = errorOf(joined);
-      trace.gaveUp = `join:${error.code}${error.reason ? `:${error.reason}` : ''}`;
-      return;
+  const finished = await Promise.all(generators.map((generator) => generator.done));
+  const traces: BuyerTrace[] = finished.flatMap((done) => done.traces);
+  const serverErrorsByCause: Record<string, number> = {};
+  for (const done of finished) {
+    for (const [cause, count] of Object.entries(done.serverErrorsByCause)) {
+      serverErrorsByCause[cause] = (serverErrorsByCause[cause] ?? 0) + count;
     }
-    trace.joinDoneAt = Date.now();
-    trace.joinMs = joined.ms;
-    let turn = (joined.body as { data: Turn }).data;
-    while (turn.status === 'waiting' || turn.status === 'reserving') {
-      if (Date.now() >= deadline) return;
-      const polled = await asBrowser(
-        () =>
-          waitHttp.request(
-            'GET',
-            `/api/public/queue/${event.eventDateId}?token=${encodeURIComponent(turn.token)}&waitMs=${LONG_POLL_MS}`,
-            { headers: { 'x-forwarded-for': address }, timeoutMs: LONG_POLL_MS + 30_000 },
-          ),
-        deadline,
-        serverError('poll'),
-      );
-      trace.polls += 1;
-      if (polled.status !== 200) {
-        const error = errorOf(polled);
-        trace.gaveUp = `poll:${error.code}${error.reason ? `:${error.reason}` : ''}`;
-        return;
-      }
-      turn = (polled.body as { data: Turn }).data;
-      // As the room asks: a poll the API could not hold comes back at once, with a pollAfterMs of seconds.
-      if (turn.status === 'waiting' && Date.now() + turn.pollAfterMs < deadline) await sleep(turn.pollAfterMs);
-    }
-    if (turn.status === 'sold_out') {
-      trace.soldOutSeenAt = Date.now();
-      return;
-    }
-    if (turn.status === 'expired') {
-      trace.expired = true;
-      return;
-    }
-    if (turn.status !== 'admitted') return;
-    trace.admittedAtMs = turn.admittedAt ? Date.parse(turn.admittedAt) : Date.now();
-    const reserved = await asBrowser(
-      () =>
-        http.request('POST', '/api/v1/customer/orders', {
-          headers: { ...headers, 'x-queue-token': turn.token },
-          body,
-          timeoutMs: 180_000,
-        }),
-      deadline,
-      serverError('reserve'),
-    );
-    trace.reserveMs = reserved.ms;
-    if (reserved.status !== 201) {
-      const error = errorOf(reserved);
-      trace.reserveCode = `${error.code}${error.reason ? `:${error.reason}` : ''}`;
-      return;
-    }
-    trace.reserveCode = 'created';
-    trace.reservedAt = Date.now();
-    const saleId = (reserved.body as { data: { saleId: string } }).data.saleId;
-    trace.saleId = saleId;
-    const sessionHeaders = { 'x-customer-session': buyer.token, 'x-forwarded-for': address };
-    trace.payStartedAt = Date.now();
-    const opened = await asBrowser(
-      () => http.request('POST', `/api/v1/customer/orders/${saleId}/payment`, { headers: sessionHeaders }),
-      deadline,
-      serverError('pay'),
-    );
-    if (opened.status !== 200) {
-      trace.payCode = `open:${errorOf(opened).code}`;
-      return;
-    }
-    const token = tokens[nextToken++];
-    const charged = await asBrowser(
-      () =>
-        http.request('POST', `/api/v1/customer/orders/${saleId}/payment/card`, {
-          headers: sessionHeaders,
-          body: { token },
-          timeoutMs: 180_000,
-        }),
-      deadline,
-      serverError('pay'),
-    );
-    trace.payCode = charged.status === 200 ? 'charged' : `charge:${errorOf(charged).code}`;
-  };
-  await Promise.all(Array.from({ length: args.buyers }, (_, index) => follow(index)));
+  }
   clearInterval(progress);
   const paid = traces.filter((t) => t.payCode === 'charged').map((t) => t.saleId!);
   await pollUntil(
@@ -436,6 +345,11 @@ try {
   sampling = false;
   await sampler;
   const cpuCores = cpuBetween(before, cpuSnapshot(pids));
+  // The generators have exited by now: their own count of CPU seconds, over the same wall time.
+  const generatorSeconds = finished.reduce((sum, done) => sum + done.cpuSeconds, 0);
+  cpuCores.loadGenerators = round(generatorSeconds / Math.max(0.001, (Date.now() - crowdStarted) / 1000), 2);
+  cpuCores.total = round((cpuCores.total ?? 0) + cpuCores.loadGenerators, 2);
+  cpuCores.others = round(Math.max(0, (cpuCores.others ?? 0) - cpuCores.loadGenerators), 2);
   const confirmedRows = (
     await pool.query<{ id: string; confirmed_at: Date }>(
       `select id, confirmed_at from sales where id = any($1::uuid[]) and status = 'CONFIRMED'`,
@@ -490,6 +404,7 @@ try {
     joinLatencyMs: summarize(joinedTraces.map((t) => t.joinMs!)),
     polls: traces.reduce((sum, t) => sum + t.polls, 0),
     serverErrorsByStep: serverErrors,
+    serverErrorsByCause,
     gaveUpBy: gaveUp,
     admitted: admitted.length,
     expiredWhileWaiting: traces.filter((t) => t.expired).length,
@@ -579,7 +494,7 @@ try {
   results.targets = targets.map(([name, value, goal, met]) => ({ name, value, goal, met }));
   console.log(`\n${table(['target', 'value', 'goal', 'met'], targets)}\n`);
   log(
-    `crowd: gave up ${JSON.stringify(gaveUp)}; joined ${crowd.joined}, admitted ${crowd.admitted}, confirmed ${crowd.confirmed}, told sold out ${soldOutNotices.length}, still waiting ${crowd.stillWaitingAtEnd}, shed ${crowd.apiShed}; admission cut by ${JSON.stringify(crowd.admissionCutsByCause)}; CPU ${JSON.stringify(cpuCores)}`,
+    `crowd: gave up ${JSON.stringify(gaveUp)}; joined ${crowd.joined}, admitted ${crowd.admitted}, confirmed ${crowd.confirmed}, told sold out ${soldOutNotices.length}, still waiting ${crowd.stillWaitingAtEnd}, shed ${crowd.apiShed}; admission cut by ${JSON.stringify(crowd.admissionCutsByCause)}; 5xx by cause ${JSON.stringify(serverErrorsByCause)}; CPU ${JSON.stringify(cpuCores)}`,
   );
 } catch (error) {
   exitCode = 1;
@@ -596,11 +511,7 @@ saveResults(args.name, {
   peakRssMb: peakRssMb(),
   ...results,
 });
-for (const replica of replicas) {
-  if (replica.http !== http) replica.http.close();
-  replica.waitHttp.close();
-}
-http.close();
+for (const client of replicaClients) client.close();
 redis.disconnect();
 await connection.close();
 await orm.close(true);

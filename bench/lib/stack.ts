@@ -213,10 +213,17 @@ export async function startBenchStack(options: {
     await waitFor('sandbox', () => httpOk(`${env.SANDBOX_URL}/control/health`), { process: sandbox });
     const worker = node('worker', 'worker/main.ts', {}, true);
     started.push(worker);
-    let api = node('api', 'api/main.ts', {}, true);
+    // Replicas share the database's 100 connections with the worker and the bench: past two, each gets a smaller
+    // pool, so that n of them together open about what two would.
+    const replicaCount = 1 + replicaPorts.length;
+    const apiPool: Record<string, string> =
+      replicaCount > 2
+        ? { DATABASE_POOL_MAX: String(Math.max(5, Math.floor((2 * options.poolMax) / replicaCount))) }
+        : {};
+    let api = node('api', 'api/main.ts', apiPool, true);
     started.push(api);
     const apiReplicas = replicaPorts.map((port, index) =>
-      node(`api-${index + 2}`, 'api/main.ts', { API_PORT: String(port) }, true),
+      node(`api-${index + 2}`, 'api/main.ts', { ...apiPool, API_PORT: String(port) }, true),
     );
     started.push(...apiReplicas);
     const emptyWorker = node('bench-worker', 'bench/lib/empty-worker.ts', { TEMPORAL_TASK_QUEUE: EMPTY_TASK_QUEUE });
