@@ -98,10 +98,17 @@ export interface RoomSignal {
   lastAdmittedSeq: number;
 }
 
+/**
+ * Why a long poll ended: not held at all (the process holds as many as its heap allows), the room's signal that the
+ * date sold out (for a waiter that had not heard it), another signal that concerns it (admission reached its turn,
+ * stock came back), or its wait ran out (or the process is closing).
+ */
+export type Wake = 'unheld' | 'sold_out' | 'changed' | 'timeout';
+
 interface Waiter {
   seq: number;
   soldOut: boolean;
-  wake(): void;
+  wake(reason: Wake): void;
 }
 
 /** Whether a signal changes what a waiter, as it last read its turn, would see. */
@@ -142,11 +149,11 @@ export class RoomWatch {
   }
 
   /**
-   * Resolves with true when a signal concerns this turn, when `timeoutMs` passes, or when the process closes; at once
-   * with false when the process holds as many waiters as its heap allows (or no wait was asked for).
+   * Resolves with why it ended (`Wake`): when a signal concerns this turn, when `timeoutMs` passes, or when the process
+   * closes; at once with 'unheld' when the process holds as many waiters as its heap allows (or no wait was asked for).
    */
-  wait(eventDateId: string, turn: { seq: number; soldOut: boolean }, timeoutMs: number): Promise<boolean> {
-    if (this.count >= this.capacity || timeoutMs <= 0) return Promise.resolve(false);
+  wait(eventDateId: string, turn: { seq: number; soldOut: boolean }, timeoutMs: number): Promise<Wake> {
+    if (this.count >= this.capacity || timeoutMs <= 0) return Promise.resolve('unheld');
     return new Promise((resolve) => {
       let set = this.waiters.get(eventDateId);
       if (!set) {
@@ -156,14 +163,14 @@ export class RoomWatch {
       const room = set;
       const waiter: Waiter = {
         ...turn,
-        wake: () => {
+        wake: (reason) => {
           clearTimeout(timer);
           if (room.delete(waiter)) this.count -= 1;
           if (room.size === 0 && this.waiters.get(eventDateId) === room) this.waiters.delete(eventDateId);
-          resolve(true);
+          resolve(reason);
         },
       };
-      const timer = setTimeout(waiter.wake, Math.min(timeoutMs, MAX_WAIT_MS));
+      const timer = setTimeout(() => waiter.wake('timeout'), Math.min(timeoutMs, MAX_WAIT_MS));
       room.add(waiter);
       this.count += 1;
     });
@@ -172,12 +179,14 @@ export class RoomWatch {
   deliver(signal: RoomSignal): void {
     const room = this.waiters.get(signal.eventDateId);
     if (!room) return;
-    for (const waiter of [...room]) if (signalConcerns(signal, waiter)) waiter.wake();
+    for (const waiter of [...room]) {
+      if (signalConcerns(signal, waiter)) waiter.wake(signal.soldOut && !waiter.soldOut ? 'sold_out' : 'changed');
+    }
   }
 
   /** Answers every waiting request now (the process is closing). */
   async stop(): Promise<void> {
-    for (const room of [...this.waiters.values()]) for (const waiter of [...room]) waiter.wake();
+    for (const room of [...this.waiters.values()]) for (const waiter of [...room]) waiter.wake('timeout');
     // Disconnected, not quit: a QUIT to a Redis that never answers would hold the process's shutdown.
     if (this.started) this.subscriber.disconnect();
   }

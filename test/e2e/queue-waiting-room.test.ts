@@ -195,6 +195,9 @@ describe('waiting room', () => {
     const heard = await soldOutPoll;
     expect(heard.turn.status).toBe('sold_out');
     expect(heard.afterMs).toBeLessThan(20_000);
+    // Woken by the room's sold-out signal, the held poll answers without reading the turn again: exactly what the
+    // room itself answers for that turn.
+    expect(heard.turn).toEqual(now.find((turn) => turn.token === turns[7]!.token));
     // A buyer whose last answer said waiting hears sold out at once, not after the 25 s its long poll may wait (a
     // browser that could not be held comes back after seconds, and must not then wait out a whole long poll).
     const lateHeard = await longPoll(two, turns[8]!.token, '&since=waiting');

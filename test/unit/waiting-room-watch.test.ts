@@ -49,6 +49,22 @@ describe('waiting-room long-poll signals', () => {
     expect(woken.sort()).toEqual(['date-1 #2', 'date-1 #9', 'date-2 #1']);
   });
 
+  test('a waiter learns why it woke: sold out (so the route answers without Redis), another change, or its time', async () => {
+    const watch = new RoomWatch({} as Redis);
+    const waiting = watch.wait('date-1', { seq: 5, soldOut: false }, 25_000);
+    const admittedThenSoldOut = watch.wait('date-1', { seq: 2, soldOut: false }, 25_000);
+    const toldSoldOut = watch.wait('date-1', { seq: 7, soldOut: true }, 25_000);
+    const elsewhere = watch.wait('date-2', { seq: 1, soldOut: false }, 20);
+    // One signal both admits #2 and sells the date out: what the buyer will read is sold out either way.
+    watch.deliver(signal({ soldOut: true, lastAdmittedSeq: 2 }));
+    await expect(Promise.all([waiting, admittedThenSoldOut])).resolves.toEqual(['sold_out', 'sold_out']);
+    // Stock back for a buyer told sold out: a change it must read from the room.
+    watch.deliver(signal({ soldOut: false, lastAdmittedSeq: 2 }));
+    await expect(toldSoldOut).resolves.toBe('changed');
+    await expect(elsewhere).resolves.toBe('timeout');
+    expect(watch.held).toBe(0);
+  });
+
   test('a process holds no more long polls than its heap allows; past that the answer is at once', async () => {
     const watch = new RoomWatch({} as Redis, 2);
     const held = [
@@ -56,15 +72,15 @@ describe('waiting-room long-poll signals', () => {
       watch.wait('date-1', { seq: 2, soldOut: false }, 25_000),
     ];
     expect(watch.held).toBe(2);
-    await expect(watch.wait('date-1', { seq: 3, soldOut: false }, 25_000)).resolves.toBe(false);
+    await expect(watch.wait('date-1', { seq: 3, soldOut: false }, 25_000)).resolves.toBe('unheld');
     expect(watch.held).toBe(2);
     watch.deliver(signal({ lastAdmittedSeq: 1 }));
-    await expect(held[0]).resolves.toBe(true);
+    await expect(held[0]).resolves.toBe('changed');
     // The slot it left is free again.
     const next = watch.wait('date-1', { seq: 4, soldOut: false }, 25_000);
     expect(watch.held).toBe(2);
     await watch.stop();
-    await expect(Promise.all([held[1], next])).resolves.toEqual([true, true]);
+    await expect(Promise.all([held[1], next])).resolves.toEqual(['timeout', 'timeout']);
   });
 
   test("the room's budgets are shares of the heap limit: with the rest of the process, a 256 MB heap stays under 240 MB", () => {

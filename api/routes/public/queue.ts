@@ -9,7 +9,7 @@ import { enforceRateLimit, requireRedis } from '../../http/limits.js';
 import { publicAccess } from '../../http/route-access.js';
 import { hashSessionToken, presentedSessionToken } from '../../plugins/customer-auth.js';
 import { enforcePublicLimit, rateLimitClientKey } from '../../plugins/rate-limit.js';
-import { joinRoom, turnStanding, waitingRoomOf, watchedTurn } from '../../services/waiting-room.js';
+import { joinRoom, soldOutTurn, turnStanding, waitingRoomOf, watchedTurn } from '../../services/waiting-room.js';
 import { MAX_WAIT_MS, unheldPollAfterMs } from '../../services/waiting-room-watch.js';
 import type { ApiServices } from '../../services.js';
 import { presentedQueueToken } from '../customer/orders.js';
@@ -170,7 +170,13 @@ export const publicQueueRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
       // Held only while nothing changed from what the buyer last heard: news (sold out, admitted) is answered at once.
       if (waitMs > 0 && turn.status === (request.query.since ?? 'waiting')) {
         const soldOut = turn.status === 'sold_out';
-        if (await app.waitingRoomWatch.wait(date.id, { seq: first.seq, soldOut }, waitMs)) {
+        const wake = await app.waitingRoomWatch.wait(date.id, { seq: first.seq, soldOut }, waitMs);
+        if (wake === 'sold_out' && turn.status === 'waiting') {
+          // The room's own signal says so, and a waiting turn of a sold-out room reads sold_out: every held poll
+          // wakes on it at once, and answering them without a Redis read each is what gets the news out within the
+          // second.
+          turn = soldOutTurn(turn);
+        } else if (wake !== 'unheld') {
           turn = (await requireRedis('The waiting room', () => turnStanding(room, date.id, token))) ?? turn;
         } else {
           // This process holds all the long polls its heap allows: the buyer comes back at about half its estimated
