@@ -10,6 +10,9 @@ import { requireRedis } from './limits.js';
  * order still goes to the checkout with `queueTurnAdmitted` false, which answers QUEUE_REQUIRED before any hold, as
  * before. A reservation that fails gives the turn back (within its window); one that succeeds marks it used and
  * counts its latency in the admission controller's health.
+ *
+ * Under overload, a request with a turn token was let in unshed (api/plugins/load-shedding.ts); it is refused here
+ * with the same 503 unless its turn is admitted, before anything is held.
  */
 export async function reserveWithTurn<T extends { saleId: string }>(
   request: FastifyRequest,
@@ -23,11 +26,15 @@ export async function reserveWithTurn<T extends { saleId: string }>(
   },
   reserve: (queueTurnAdmitted: boolean) => Promise<T>,
 ): Promise<T> {
-  if (!order.date.virtualQueue) return reserve(false);
+  const unadmitted = (): Promise<T> => {
+    if (request.deferredShed) throw request.deferredShed();
+    return reserve(false);
+  };
+  if (!order.date.virtualQueue) return unadmitted();
   const claim = await requireRedis('The waiting room', () =>
     claimTurn(waitingRoomOf(services), order.date.id, order.queueToken, order.saleId),
   );
-  if (!claim.admitted) return reserve(false);
+  if (!claim.admitted) return unadmitted();
   const started = performance.now();
   let sale: T;
   try {

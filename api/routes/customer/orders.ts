@@ -226,7 +226,7 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
   app.post(
     '/customer/orders',
     {
-      config: customerAccess(),
+      config: { ...customerAccess(), servedWithAdmittedTurn: true },
       schema: {
         tags: ['customer'],
         summary: 'Reserve tickets and create a PENDING sale (or a confirmed one when a 100% discount makes it free)',
@@ -379,7 +379,7 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
   app.post(
     '/customer/orders/:id/payment',
     {
-      config: customerAccess(),
+      config: { ...customerAccess(), neverShed: true },
       schema: {
         tags: ['customer'],
         summary: 'Open payment: returns the gateway A or gateway B configuration (idempotent)',
@@ -396,7 +396,7 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
   app.post(
     '/customer/orders/:id/payment/card',
     {
-      config: customerAccess(),
+      config: { ...customerAccess(), neverShed: true },
       schema: {
         tags: ['customer'],
         summary: 'Charge a gateway A card token; answers with the payment outcome and the resulting sale status',
@@ -446,7 +446,7 @@ export const customerOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices 
   app.post(
     '/customer/orders/:id/payment/pse',
     {
-      config: customerAccess(),
+      config: { ...customerAccess(), neverShed: true },
       schema: {
         tags: ['customer'],
         summary: 'PSE bank transfer: returns the gateway A address to redirect the browser to',

@@ -100,7 +100,7 @@ export const publicOrderRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
   app.post(
     '/orders',
     {
-      config: publicAccess(),
+      config: { ...publicAccess(), servedWithAdmittedTurn: true },
       schema: {
         tags: ['orders'],
         summary: 'Create an order and get the payment link (anonymous for general admission)',
