@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../../domain/errors.js';
@@ -61,15 +61,16 @@ export const publicQueueRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
    * a date never seen (made up, or deleted) is a look-up a client asked for, paced by its address.
    */
   const roomsSeen = new Map<string, number>();
+  /** Takes the request, not its EntityManager: `request.em` forks one on first use, which a remembered room never needs. */
   async function queuedDate(
-    em: EntityManager,
+    request: FastifyRequest,
     id: string,
     beforeUnseenLookup: () => Promise<unknown> = async () => undefined,
   ): Promise<{ id: string }> {
     const now = Date.now();
     if ((knownRooms.get(id) ?? 0) > now) return { id };
     if ((roomsSeen.get(id) ?? 0) <= now) await beforeUnseenLookup();
-    const date = isUuid(id) ? await em.findOne(EventDate, { id }, { filters: { tenant: false } }) : null;
+    const date = isUuid(id) ? await request.em.findOne(EventDate, { id }, { filters: { tenant: false } }) : null;
     if (!date || date.deletedAt || date.cancelledAt) throw new AppError('NOT_FOUND', 'Event date not found');
     if (!date.virtualQueue) throw new AppError('NOT_FOUND', 'This date has no waiting room');
     if (knownRooms.size > 10_000) knownRooms.clear();
@@ -94,7 +95,7 @@ export const publicQueueRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
       },
     },
     async (request, reply) => {
-      const date = await queuedDate(request.em, request.params.eventDateId);
+      const date = await queuedDate(request, request.params.eventDateId);
       await enforceRateLimit(request, 'queueJoin', `${date.id}:${rateLimitClientKey(request.ip)}`);
       reply.header('cache-control', 'no-store');
       // The session only dedupes turns (one live turn per session), so its hash names it without a database look-up
@@ -152,7 +153,7 @@ export const publicQueueRoutes: FastifyPluginAsyncZod<{ services: ApiServices }>
     },
     async (request, reply) => {
       // A look-up of a date this process has not seen with a room is paced by the address, as before.
-      const date = await queuedDate(request.em, request.params.eventDateId, () =>
+      const date = await queuedDate(request, request.params.eventDateId, () =>
         enforcePublicLimit(app, request.ip, reply),
       );
       reply.header('cache-control', 'no-store');
