@@ -40,6 +40,8 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 # ---- sandbox: the default (try-it) stack, TypeScript through tsx -----------------------------------------------------
 FROM deps AS sandbox
 ENV NODE_ENV=development
+# The C allocator's arenas for the API and the worker, as config/node-flags.ts sets them (PROCESS_NATIVE_ENV).
+ENV MALLOC_ARENA_MAX=2
 COPY . .
 USER node
 CMD ["node", "--max-old-space-size=256", "--max-semi-space-size=8", "--import", "tsx", "api/main.ts"]
@@ -47,6 +49,8 @@ CMD ["node", "--max-old-space-size=256", "--max-semi-space-size=8", "--import", 
 # ---- runtime: the production image -----------------------------------------------------------------------------------
 FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production
+# The C allocator's arenas for the API and the worker, as config/node-flags.ts sets them (PROCESS_NATIVE_ENV).
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY package.json ./

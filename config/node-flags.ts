@@ -23,3 +23,20 @@ export function nodeFlagsFor(entry: string): readonly string[] {
   const process = ENTRIES[entry];
   return process ? PROCESS_NODE_FLAGS[process] : [];
 }
+
+/**
+ * The C allocator's settings for the same processes, as environment: glibc reads them once, as the process starts.
+ *
+ * The worker runs V8 on three threads (main and two workflow threads) beside the Temporal core's Rust threads, and
+ * glibc gives threads that allocate at once arenas of their own, up to 8 per core, whose freed memory is seldom
+ * handed back. In the crowd bench the worker's RSS climbed to 499–522 MB while its three V8 heaps together held
+ * 220 MB; with two arenas it peaked at 467 MB, the API at 350 MB against 362–394 MB
+ * (`crowd-2026-11-30-20000-malloc-arenas-2` against the seven runs before it). Docker images and docker-compose.yml set the same (checked by
+ * test/unit/node-flags.test.ts).
+ */
+export const PROCESS_NATIVE_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
+
+/** The environment to add for the process started from `entry`: the allocator's settings for the API and the worker. */
+export function nativeEnvFor(entry: string): Readonly<Record<string, string>> {
+  return ENTRIES[entry] ? PROCESS_NATIVE_ENV : {};
+}

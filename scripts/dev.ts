@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadEnv } from '../config/env.js';
-import { nodeFlagsFor } from '../config/node-flags.js';
+import { nativeEnvFor, nodeFlagsFor } from '../config/node-flags.js';
 import { initOrm } from '../entities/orm.js';
 import { ensureDatabase } from './support/database.js';
 import { httpOk, isPortOpen, type ManagedProcess, startProcess, waitFor } from './support/processes.js';
@@ -97,7 +97,7 @@ const tsx = (name: string, entry: string): ManagedProcess =>
     name,
     command: process.execPath,
     args: [...nodeFlagsFor(entry), '--import', 'tsx', entry],
-    env: childEnv,
+    env: { ...childEnv, ...nativeEnvFor(entry) },
     cwd: ROOT,
     logFile: join(LOG_DIR, `${name}.log`),
   });

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { nodeFlagsFor } from '../config/node-flags.js';
+import { nativeEnvFor, nodeFlagsFor } from '../config/node-flags.js';
 import { connectTemporalClient } from '../config/temporal.js';
 import { dropDatabase, recreateDatabase } from './support/database.js';
 import { freePorts, httpOk, type ManagedProcess, startProcess, waitFor } from './support/processes.js';
@@ -236,7 +236,7 @@ try {
       name,
       command: process.execPath,
       args: [...nodeFlagsFor(entry), '--import', 'tsx', entry],
-      env: testEnv,
+      env: { ...testEnv, ...nativeEnvFor(entry) },
       cwd: ROOT,
       logFile: join(logDir, `${name}.log`),
     });

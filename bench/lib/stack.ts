@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { nodeFlagsFor } from '../../config/node-flags.js';
+import { nativeEnvFor, nodeFlagsFor } from '../../config/node-flags.js';
 import { dropDatabase, recreateDatabase } from '../../scripts/support/database.js';
 import {
   freePorts,
@@ -203,7 +203,12 @@ export async function startBenchStack(options: {
             : []),
           entry,
         ],
-        env: { ...env, ...extra, ...(withProbe ? { BENCH_PROBE_FILE: join(logDir, `${name}.probe.jsonl`) } : {}) },
+        env: {
+          ...env,
+          ...nativeEnvFor(entry),
+          ...extra,
+          ...(withProbe ? { BENCH_PROBE_FILE: join(logDir, `${name}.probe.jsonl`) } : {}),
+        },
         cwd: ROOT,
         logFile: join(logDir, `${name}.log`),
       });

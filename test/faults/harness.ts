@@ -24,7 +24,7 @@ import {
   publishEvent,
 } from '../../bench/lib/fixtures.js';
 import { HttpClient } from '../../bench/lib/http.js';
-import { nodeFlagsFor } from '../../config/node-flags.js';
+import { nativeEnvFor, nodeFlagsFor } from '../../config/node-flags.js';
 import { connectTemporalClient } from '../../config/temporal.js';
 import { ormConfig } from '../../entities/orm.js';
 import { GatewayAClient } from '../../integrations/gateway-a/client.js';
@@ -138,7 +138,7 @@ export async function startFaultStack(name: string, options: FaultStackOptions):
       name: `${name}-${role}`,
       command: process.execPath,
       args: [...nodeFlagsFor(entry), '--import', 'tsx', entry],
-      env: { ...env, ...extraEnv },
+      env: { ...env, ...nativeEnvFor(entry), ...extraEnv },
       cwd: ROOT,
       logFile: join(logDir, `${name}-${role}.log`),
     });

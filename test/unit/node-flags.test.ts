@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { nodeFlagsFor, PROCESS_NODE_FLAGS } from '../../config/node-flags.js';
+import { nativeEnvFor, nodeFlagsFor, PROCESS_NATIVE_ENV, PROCESS_NODE_FLAGS } from '../../config/node-flags.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
@@ -55,4 +55,26 @@ test('docker-compose.yml starts every API and worker service through node with t
   // The dev stack's (TypeScript through tsx) and the production profile's (compiled JavaScript).
   expect(starts.length).toBe(4);
   expect(nodeCommands(compose).filter(({ entry }) => entry === 'worker/main.ts')).toHaveLength(2);
+});
+
+test('the API and the worker start with the C allocator settings wherever they start; other processes without', () => {
+  expect(nativeEnvFor('api/main.ts')).toEqual(PROCESS_NATIVE_ENV);
+  expect(nativeEnvFor('worker/main.ts')).toEqual(PROCESS_NATIVE_ENV);
+  expect(nativeEnvFor('sandbox/main.ts')).toEqual({});
+  const settings = Object.entries(PROCESS_NATIVE_ENV);
+  expect(settings.length).toBeGreaterThan(0);
+  // The image's stages that run them (the dev stack's and production's), which docker-compose.yml builds.
+  const stages = read('Dockerfile').split(/^FROM /m);
+  for (const target of ['sandbox', 'runtime']) {
+    const stage = stages.find((text) => new RegExp(`^\\S+ AS ${target}\\b`).test(text)) ?? '';
+    for (const [name, value] of settings)
+      expect({ target, env: stage.includes(`ENV ${name}=${value}`) }).toEqual({ target, env: true });
+  }
+  const scripts = JSON.parse(read('package.json')).scripts as Record<string, string>;
+  for (const name of ['api', 'worker']) {
+    for (const [variable, value] of settings) expect(scripts[name]).toContain(`${variable}=${value} node `);
+  }
+  for (const file of ['scripts/test.ts', 'scripts/dev.ts', 'bench/lib/stack.ts', 'test/faults/harness.ts']) {
+    expect({ file, applied: read(file).includes('...nativeEnvFor(entry)') }).toEqual({ file, applied: true });
+  }
 });
