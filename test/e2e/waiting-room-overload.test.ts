@@ -11,15 +11,8 @@
 
 import { createOrganizer, type Organizer } from '../support/fixtures.js';
 import { parseMetrics, total } from '../support/prometheus.js';
-import {
-  cardToken,
-  customerOrder,
-  eventually,
-  orderBody,
-  publishEvent,
-  session,
-  signInBuyer,
-} from '../support/purchase.js';
+import { customerOrder, eventually, orderBody, publishEvent, session, signInBuyer } from '../support/purchase.js';
+import { payByCard } from '../support/sales-ops.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
 const roomEnv = { PUBLIC_RATE_LIMIT_PER_MINUTE: '10000', WAITING_ROOM_POLLS_PER_10_SECONDS: '1000' };
@@ -139,14 +132,9 @@ describe('under overload, the waiting room decides who is served', () => {
       headers: session(admittedBuyer),
     });
     expect(opened.statusCode).toBe(200);
-    const charged = await strained.request({
-      method: 'POST',
-      url: `/api/v1/customer/orders/${saleId}/payment/card`,
-      headers: session(admittedBuyer),
-      payload: { token: await cardToken(strained, 'APRO') },
-    });
-    expect(charged.statusCode).toBe(200);
-    expect(charged.json().data.status).toBe('approved');
+    // Throws unless the charge answers 200.
+    const charged = await payByCard(strained, admittedBuyer, saleId);
+    expect(charged.status).toBe('approved');
     const order = await eventually(
       () => customerOrder(calm, admittedBuyer, saleId),
       (sale) => sale.status === 'CONFIRMED',
