@@ -1,4 +1,4 @@
-import { ServiceError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import { isGrpcServiceError, ServiceError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import { workflowRefusal } from '../../config/workflow-refusals.js';
 import { AppError, ERROR_STATUS, type ErrorCode } from '../../domain/errors.js';
 
@@ -55,9 +55,17 @@ const LOST_UPDATE_RETRY_AFTER_S = '2';
  * Temporal dropped or refused it (its workflow task was lost on a starved worker, the server's update registry was
  * cleared, the workflow task is failing, too many updates in flight). Retryable 503, never a 500; null for any other
  * error. `message` tells the caller what is safe to do next.
+ *
+ * An update-with-start that the server refuses as a whole (a MultiOperationExecutionFailure: "Workflow Task in failed
+ * state" while a killed worker's task waits to be retried) reaches us as the bare gRPC error of the refused operation,
+ * not wrapped in a ServiceError: the client rethrows it as it is. It answered 500 before, in the worker-kill fault run.
  */
 export function lostUpdateError(error: unknown, message: string): AppError | null {
-  if (!(error instanceof WorkflowUpdateRPCTimeoutOrCancelledError) && !(error instanceof ServiceError)) return null;
+  const unanswered =
+    error instanceof WorkflowUpdateRPCTimeoutOrCancelledError ||
+    error instanceof ServiceError ||
+    isGrpcServiceError(error);
+  if (!unanswered) return null;
   return new AppError('SERVICE_UNAVAILABLE', message, {
     details: { reason: 'request_unanswered' },
     retryable: true,

@@ -24,7 +24,7 @@ import {
   type SignupResult,
   signupUpdate,
 } from '../../workflows/membership-definitions.js';
-import { refusalError } from '../http/workflow-refusals.js';
+import { lostUpdateError, refusalError } from '../http/workflow-refusals.js';
 import type { ApiServices } from '../services.js';
 
 /** How long a signup waits for the buyer's previous membership execution to finish closing. */
@@ -124,7 +124,9 @@ async function signUpThroughWorkflow(
       if (error instanceof WorkflowUpdateFailedError) {
         throw new AppError('SERVICE_UNAVAILABLE', 'The signup could not be completed; retry');
       }
-      throw error;
+      throw (
+        lostUpdateError(error, 'The signup got no answer in time; check your memberships before trying again') ?? error
+      );
     }
   }
 }

@@ -23,6 +23,7 @@ import {
   SA,
 } from '../../workflows/definitions.js';
 import type { purchaseSession } from '../../workflows/purchase-session.js';
+import { lostUpdateError } from '../http/workflow-refusals.js';
 import type { ApiServices } from '../services.js';
 
 /** The map clock of a purchase session (the hold token's lifetime at the seat-map provider). */
@@ -198,17 +199,22 @@ export async function openPurchaseSession(
     typedSearchAttributes: [{ key: SA.workspaceId, value: date.workspace }],
     workflowIdConflictPolicy: 'USE_EXISTING',
   });
-  return services.temporal.workflow.executeUpdateWithStart(openPurchaseSessionUpdate, {
-    args: [
-      {
-        sessionId,
-        eventDateId: date.id,
-        expiresInMinutes: PURCHASE_SESSION_MINUTES,
-        workspaceId: date.workspace,
-      },
-    ],
-    startWorkflowOperation: start,
-  });
+  try {
+    return await services.temporal.workflow.executeUpdateWithStart(openPurchaseSessionUpdate, {
+      args: [
+        {
+          sessionId,
+          eventDateId: date.id,
+          expiresInMinutes: PURCHASE_SESSION_MINUTES,
+          workspaceId: date.workspace,
+        },
+      ],
+      startWorkflowOperation: start,
+    });
+  } catch (error) {
+    // Opening again is safe: each open supersedes the buyer's previous session.
+    throw lostUpdateError(error, 'The purchase session got no answer in time; open it again') ?? error;
+  }
 }
 
 /** Releases the buyer's session `id`: its hold token expires and its seats are free again. */
