@@ -375,8 +375,9 @@ async function buyer(
     const response = await stack.http.request(method, path, { headers, body, timeoutMs: 45_000 });
     if (retryable(response.status)) {
       result.retries += 1;
-      const error = response.networkError ?? `${response.status}`;
-      if (result.errors.length < 10) result.errors.push(`${method} ${path.split('/').slice(-1)[0]}: ${error}`);
+      const reason = (response.body as { error?: { details?: { reason?: string } } } | null)?.error?.details?.reason;
+      const error = response.networkError ?? `${response.status}${reason ? ` ${reason}` : ''}`;
+      if (result.errors.length < 500) result.errors.push(`${method} ${path.split('/').slice(-1)[0]}: ${error}`);
       const retryAfter = response.status === 429 ? 1000 : Math.min(2000, 200 * result.retries);
       await sleep(retryAfter);
     }
@@ -618,12 +619,24 @@ export async function runScenario(
   };
 }
 
+/**
+ * A buyer's retries and the errors behind them: the first few and the last few, since a buyer that never finished is
+ * explained by what it kept getting at the end (a 429 after many retries), not only by what started it.
+ */
+const retriesOf = (o: BuyerOutcome): string => {
+  const shown =
+    o.errors.length <= 8
+      ? o.errors
+      : [...o.errors.slice(0, 3), `… ${o.errors.length - 8} more …`, ...o.errors.slice(-5)];
+  return `retries ${o.retries}${shown.length ? `: ${shown.join('; ')}` : ''}`;
+};
+
 /** A readable line per buyer for a failing assertion. */
 export const describeOutcomes = (result: ScenarioResult): string =>
   result.outcomes
     .map(
       (o) =>
-        `#${o.index} ${o.pays ? 'payer' : 'non-payer'} ${o.saleId ?? '-'} → ${o.outcome} / ${o.saleId ? result.statuses.get(o.saleId) : '-'} (retries ${o.retries}${o.errors.length ? `: ${o.errors.join('; ')}` : ''})`,
+        `#${o.index} ${o.pays ? 'payer' : 'non-payer'} ${o.saleId ?? '-'} → ${o.outcome} / ${o.saleId ? result.statuses.get(o.saleId) : '-'} (${retriesOf(o)})`,
     )
     .join('\n');
 
@@ -638,7 +651,10 @@ export const faultLog =
 export const unfinishedPurchases = (result: ScenarioResult): string[] =>
   result.payers
     .filter((payer) => result.statuses.get(payer.saleId ?? '') !== 'CONFIRMED')
-    .map((payer) => `#${payer.index} ${payer.saleId}: ${payer.outcome} / ${result.statuses.get(payer.saleId ?? '')}`);
+    .map(
+      (payer) =>
+        `#${payer.index} ${payer.saleId}: ${payer.outcome} / ${result.statuses.get(payer.saleId ?? '')} (${retriesOf(payer)})`,
+    );
 
 /** Logs the checkout history of every sale a violation names by reference, so a failing run explains itself. */
 export async function logViolatingCheckouts(
