@@ -31,7 +31,10 @@ export function nodeFlagsFor(entry: string): readonly string[] {
  * glibc gives threads that allocate at once arenas of their own, up to 8 per core, whose freed memory is seldom
  * handed back. In the crowd bench the worker's RSS climbed to 499–522 MB while its three V8 heaps together held
  * 220 MB; with two arenas it peaked at 467 MB, the API at 350 MB against 362–394 MB
- * (`crowd-2026-11-30-20000-malloc-arenas-2` against the seven runs before it). Docker images and docker-compose.yml set the same (checked by
+ * (`crowd-2026-11-30-20000-malloc-arenas-2` against the seven runs before it). It costs CPU: about a tenth more per
+ * purchase in the flash-sale bench's alternating runs of 2026-11-27 (docs/benchmarks.md), which kept the arenas
+ * uncapped then; memory is chosen now because the 512 MB line was crossed in every crowd run and the CPU target is
+ * missed about twice over either way. Docker images and docker-compose.yml set the same (checked by
  * test/unit/node-flags.test.ts).
  */
 export const PROCESS_NATIVE_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
