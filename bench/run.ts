@@ -141,6 +141,9 @@ if (process.argv[2] === 'ticket-qr') await import('./ticket-qr.js').then(() => p
 // `npm run bench -- payload-codec`: CPU of the Temporal payload encryption per payload (bench/payload-codec.ts).
 if (process.argv[2] === 'payload-codec')
   await import('./payload-codec.js').then(() => process.exit(process.exitCode ?? 0));
+// `npm run bench -- redis-pipelining`: Redis CPU per waiting-room poll, auto-pipelined or not (bench/redis-pipelining.ts).
+if (process.argv[2] === 'redis-pipelining')
+  await import('./redis-pipelining.js').then(() => process.exit(process.exitCode ?? 0));
 // `npm run bench -- workflow-cpu`: CPU of the workflow code per replayed purchase (bench/workflow-cpu.ts).
 if (process.argv[2] === 'workflow-cpu')
   await import('./workflow-cpu.js').then(() => process.exit(process.exitCode ?? 0));
