@@ -21,7 +21,7 @@ const orm = await initOrm({
   poolMax: env.DATABASE_POOL_MAX,
   connectTimeoutMs: env.DATABASE_CONNECT_TIMEOUT_MS,
 });
-const redis = createRedis(env.REDIS_URL, { autoPipelining: env.REDIS_AUTO_PIPELINING });
+const redis = createRedis(env.REDIS_URL);
 const { client: temporal, connection } = await connectTemporalClient(env);
 const gatewayA = new GatewayAClient({ baseUrl: providerUrls(env).gatewayA, accessToken: env.GATEWAY_A_ACCESS_TOKEN });
 const app = await buildApp({ env, orm, redis, temporal, gatewayA }, { loggerInstance: logger });

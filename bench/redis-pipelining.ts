@@ -1,5 +1,6 @@
 /**
- * CPU of the Redis work behind a waiting-room poll, with ioredis' auto-pipelining on and off (config/redis.ts).
+ * CPU of the Redis work behind a waiting-room poll, with ioredis' auto-pipelining on and off: the processes' clients
+ * (config/redis.ts) keep it off while it can throw from a batch's callback; this measures what turning it on would buy.
  *
  * Each simulated buyer polls as the API's poll route does for a held poll that wakes: its turn (the room's POLL
  * script beside the room-set SADD), the per-turn rate limit (rate-limiter-flexible's script), and its standing again.
@@ -13,11 +14,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
 import { createRateLimiters } from '../api/plugins/rate-limit.js';
 import { joinRoom, ROOMS_KEY, type RoomConfig, turnStanding, watchedTurn } from '../api/services/waiting-room.js';
 import { loadEnv } from '../config/env.js';
 import { rateLimitsFrom } from '../config/rate-limits.js';
-import { createRedis } from '../config/redis.js';
+import { createRedis, REDIS_CLIENT_OPTIONS } from '../config/redis.js';
 import { cpuBetween, cpuSnapshot } from './lib/profile.js';
 import { machineFacts, median, saveResults } from './lib/results.js';
 
@@ -49,7 +51,7 @@ interface RoundResult {
 }
 
 async function measureRound(autoPipelining: boolean, eventDateId: string, tokens: readonly string[]) {
-  const redis = createRedis(REDIS_URL, { autoPipelining });
+  const redis = new Redis(REDIS_URL, { ...REDIS_CLIENT_OPTIONS, enableAutoPipelining: autoPipelining });
   await redis.ping();
   const room: RoomConfig = { redis, turnWindowMs: 120_000 };
   // The bench polls far past the per-turn limit: the count is the work, not the answer.

@@ -60,11 +60,6 @@ export const EnvSchema = z.object({
   REDIS_URL: z.string().default('redis://127.0.0.1:6379/0'),
   /** Redis' password (`requirepass`) kept apart from REDIS_URL, as DATABASE_PASSWORD is; it replaces the URL's. */
   REDIS_PASSWORD: z.preprocess((value) => (value === '' ? undefined : value), z.string().optional()),
-  /**
-   * Send the Redis commands issued within one tick as one write (config/redis.ts): a crowd's waiting-room polls cost
-   * the API a syscall per command otherwise. `false` sends each on its own.
-   */
-  REDIS_AUTO_PIPELINING: z.stringbool().default(true),
   /** `host:port` of the Temporal frontend. */
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
   /** Temporal namespace of every execution. */

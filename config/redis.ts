@@ -1,19 +1,16 @@
 import { Redis } from 'ioredis';
 
 /**
- * The process's Redis client. Commands fail fast while Redis is down instead of queueing forever behind a request.
+ * Options of every Redis client here. Commands fail fast while Redis is down instead of queueing forever behind a
+ * request.
  *
- * Auto-pipelining sends the commands issued within one tick as one write. Each waiting-room poll sends two to five
- * commands, and in the 20,000-buyer crowd bench the API spent 23 % of its CPU writing them one syscall at a time
- * (`writeUtf8String` under ioredis' `sendCommand`, V8 CPU profile of 2026-11-30); `npm run bench -- redis-pipelining`
- * measures both ways. Nothing here blocks a connection (no BLPOP, no XREAD BLOCK) that a batch could queue behind, and
- * ioredis never pipelines subscribe commands.
+ * Auto-pipelining stays off although it saves Redis about a quarter of its CPU per waiting-room poll
+ * (`npm run bench -- redis-pipelining`): with it, ioredis 5.11.1 threw an uncaught TypeError from a batch's callback
+ * ("results[i] is not iterable", redis/ioredis#1931) in three test files of a full run, which in a server process ends
+ * the process. docs/waiting-room.md has the runs.
  */
-export function createRedis(url: string, options: { autoPipelining?: boolean } = {}): Redis {
-  return new Redis(url, {
-    maxRetriesPerRequest: 2,
-    enableOfflineQueue: true,
-    lazyConnect: false,
-    enableAutoPipelining: options.autoPipelining ?? true,
-  });
+export const REDIS_CLIENT_OPTIONS = { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false } as const;
+
+export function createRedis(url: string): Redis {
+  return new Redis(url, REDIS_CLIENT_OPTIONS);
 }

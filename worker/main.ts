@@ -71,7 +71,7 @@ const orm = await initOrm({
   poolMax: env.DATABASE_POOL_MAX,
   connectTimeoutMs: env.DATABASE_CONNECT_TIMEOUT_MS,
 });
-const redis = createRedis(env.REDIS_URL, { autoPipelining: env.REDIS_AUTO_PIPELINING });
+const redis = createRedis(env.REDIS_URL);
 const providers = createProviders(env);
 
 const operator = await Connection.connect(temporalConnectionOptions(env));
