@@ -323,28 +323,37 @@ export function createEventCancellationActivities(deps: ActivityDeps) {
     }));
   }
 
-  /** Writes the event's progress for GET /events/{id}. */
+  /**
+   * Writes the event's progress for GET /events/{id}. A look that found no sale left to undo (the final sweep, most
+   * often) leaves a finished cancellation as the organizer saw it: DONE, finished when it was, not RUNNING for the
+   * length of a sweep that changes nothing and then DONE at a later instant.
+   */
   async function writeProgress(input: {
     eventId: string;
     startedAt: string;
     finished: boolean;
+    /** The page read no sale still PENDING or CONFIRMED. */
+    foundNothing: boolean;
     failures: EventCancellationFailure[];
     since: Date;
   }): Promise<EventCancellationProgress> {
     const counts = await countSales(input.eventId, input.since);
     const refused = counts.refused > 0 ? await listRefused(input.eventId, input.since) : [];
     const listed = new Set(input.failures.map((failure) => failure.saleId));
+    const em = deps.orm.em.fork();
+    const event = await em.findOne(Event, { id: input.eventId }, ANY_TENANT);
+    const stored = event?.cancellation;
+    const finishedBefore =
+      stored?.state === 'DONE' && (input.finished || input.foundNothing) ? stored.finishedAt : null;
     const now = new Date().toISOString();
     const progress: EventCancellationProgress = {
-      state: input.finished ? 'DONE' : 'RUNNING',
+      state: input.finished || finishedBefore ? 'DONE' : 'RUNNING',
       ...counts,
       failures: [...input.failures, ...refused.filter((failure) => !listed.has(failure.saleId))],
       startedAt: input.startedAt,
       updatedAt: now,
-      finishedAt: input.finished ? now : null,
+      finishedAt: finishedBefore ?? (input.finished ? now : null),
     };
-    const em = deps.orm.em.fork();
-    const event = await em.findOne(Event, { id: input.eventId }, ANY_TENANT);
     if (event) {
       event.cancellation = progress;
       await em.flush();
@@ -383,7 +392,7 @@ export function createEventCancellationActivities(deps: ActivityDeps) {
       failures: EventCancellationProgress['failures'];
     }): Promise<EventCancellationProgress> {
       const since = await cancelledAtOf(input.eventId, input.startedAt);
-      return writeProgress({ ...input, since });
+      return writeProgress({ ...input, foundNothing: false, since });
     },
 
     /**
@@ -452,6 +461,7 @@ export function createEventCancellationActivities(deps: ActivityDeps) {
         eventId: input.eventId,
         startedAt: input.startedAt,
         finished: false,
+        foundNothing: reachedEnd && read === 0,
         failures: [...input.failures, ...page.failures.filter((failure) => !known.has(failure.saleId))],
         since,
       });

@@ -111,13 +111,17 @@ describe('event cancellation (POST /events/{id}/cancel)', () => {
     // Each refunded buyer's integrations hear about it through the signed webhook outbox, once.
     expect((await outboxEvents(paid.order.saleId)).filter((type) => type === 'sale.refunded')).toHaveLength(1);
 
-    // Repeating the cancel changes nothing and refunds nothing more. Asked once the run is over: its final sweep, a
-    // second after DONE, shows RUNNING while it looks again for late sales, and on a slow box the checks above outlast
-    // that second.
+    // The final sweep, a second after DONE, finds no late sale: the organizer still sees the cancellation DONE, and
+    // done when it first was (the sweep neither shows RUNNING nor moves finishedAt).
     await api.services.temporal.workflow.getHandle(eventCancellationWorkflowId(event.eventId)).result();
+    expect((await getEvent(event.eventId)).cancellation).toMatchObject({
+      state: 'DONE',
+      finishedAt: done.cancellation?.finishedAt,
+    });
+    // Repeating the cancel changes nothing and refunds nothing more.
     const again = await cancelEvent(event.eventId);
     expect(again.statusCode).toBe(200);
-    expect(again.json().data.cancellation.state).toBe('DONE');
+    expect(again.json().data.cancellation).toMatchObject({ state: 'DONE', finishedAt: done.cancellation?.finishedAt });
     expect(await gatewayARefunds(charge.paymentId)).toHaveLength(1);
   });
 
