@@ -38,7 +38,7 @@ import type { FromGenerator, GeneratorPlan, ToGenerator } from './lib/crowd-gene
 import { cardTokens, createBuyers, orderBody, publishEvent } from './lib/fixtures.js';
 import { HttpClient, pollUntil, sleep, summarize } from './lib/http.js';
 import { type BenchContext, confirmRun, invariantsOf, reserveRun } from './lib/phases.js';
-import { cpuBetween, cpuSnapshot, memoryOf } from './lib/profile.js';
+import { cpuBetween, cpuSnapshot, listenQueueCounters, memoryOf } from './lib/profile.js';
 import { table } from './lib/report.js';
 import { machineFacts, saveResults } from './lib/results.js';
 import { BENCH_TASK_QUEUE, ROOT, startBenchStack } from './lib/stack.js';
@@ -258,6 +258,7 @@ try {
   );
   const shedBefore = await apiShedTotal();
   const before = cpuSnapshot(pids);
+  const listenQueueBefore = listenQueueCounters();
   const crowdStarted = Date.now() + 200;
   const plan: GeneratorPlan = {
     replicaUrls: stack.apiUrls,
@@ -345,6 +346,7 @@ try {
   sampling = false;
   await sampler;
   const cpuCores = cpuBetween(before, cpuSnapshot(pids));
+  const listenQueueAfter = listenQueueCounters();
   // The generators have exited by now: their own count of CPU seconds, over the same wall time.
   const generatorSeconds = finished.reduce((sum, done) => sum + done.cpuSeconds, 0);
   cpuCores.loadGenerators = round(generatorSeconds / Math.max(0.001, (Date.now() - crowdStarted) / 1000), 2);
@@ -434,6 +436,11 @@ try {
     /** How often the controller slowed admission, by the measurement that said the stack was strained. */
     admissionCutsByCause: cutsOf(knobs),
     apiShed: (await apiShedTotal()) - shedBefore,
+    /** Connections the kernel refused at a full accept queue, and SYNs dropped at a listener, during the crowd. */
+    listenQueue: {
+      overflows: listenQueueAfter.overflows - listenQueueBefore.overflows,
+      drops: listenQueueAfter.drops - listenQueueBefore.drops,
+    },
     cpuCores,
     timeline,
   };
@@ -494,7 +501,7 @@ try {
   results.targets = targets.map(([name, value, goal, met]) => ({ name, value, goal, met }));
   console.log(`\n${table(['target', 'value', 'goal', 'met'], targets)}\n`);
   log(
-    `crowd: gave up ${JSON.stringify(gaveUp)}; joined ${crowd.joined}, admitted ${crowd.admitted}, confirmed ${crowd.confirmed}, told sold out ${soldOutNotices.length}, still waiting ${crowd.stillWaitingAtEnd}, shed ${crowd.apiShed}; admission cut by ${JSON.stringify(crowd.admissionCutsByCause)}; 5xx by cause ${JSON.stringify(serverErrorsByCause)}; CPU ${JSON.stringify(cpuCores)}`,
+    `crowd: gave up ${JSON.stringify(gaveUp)}; joined ${crowd.joined}, admitted ${crowd.admitted}, confirmed ${crowd.confirmed}, told sold out ${soldOutNotices.length}, still waiting ${crowd.stillWaitingAtEnd}, shed ${crowd.apiShed}; accept queue overflows ${crowd.listenQueue.overflows}, listener SYN drops ${crowd.listenQueue.drops}; admission cut by ${JSON.stringify(crowd.admissionCutsByCause)}; 5xx by cause ${JSON.stringify(serverErrorsByCause)}; CPU ${JSON.stringify(cpuCores)}`,
   );
 } catch (error) {
   exitCode = 1;

@@ -92,6 +92,21 @@ export function cpuBetween(before: CpuSnapshot, after: CpuSnapshot): Record<stri
   return shares;
 }
 
+/**
+ * The kernel's count of connections refused at a full accept queue (TcpExt ListenOverflows) and of SYNs dropped for
+ * any reason at a listener (ListenDrops), machine-wide: on a box running only the bench's stack, the API's. A
+ * dropped SYN is retried by the client's kernel 1, 3, 7, 15 and 31 s later, which a latency percentile shows but does
+ * not explain.
+ */
+export function listenQueueCounters(): { overflows: number; drops: number } {
+  const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n');
+  const header = lines.findIndex((line) => line.startsWith('TcpExt:'));
+  const names = lines[header]?.split(/\s+/) ?? [];
+  const values = lines[header + 1]?.split(/\s+/) ?? [];
+  const counter = (name: string) => Number(values[names.indexOf(name)] ?? 0);
+  return { overflows: counter('ListenOverflows'), drops: counter('ListenDrops') };
+}
+
 export interface PgWaitSampler {
   stop(): Promise<PgWaitSummary>;
 }
