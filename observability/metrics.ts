@@ -254,6 +254,8 @@ export interface ApiMetrics {
   shed: Counter<'reason'>;
   /** Set by the load-shedding plugin when it is registered. */
   pressure: (() => PressureSample) | null;
+  /** Set by the waiting-room plugin: the long polls this process holds now, and the most its heap allows. */
+  heldPolls: (() => { held: number; capacity: number }) | null;
 }
 
 /** Ticket types whose date is on sale now; more than this many is not an on-sale dashboard any more. */
@@ -316,6 +318,7 @@ export function createApiMetrics(
       registers: [registry],
     }),
     pressure: null,
+    heldPolls: null,
   };
   new Gauge({
     name: 'ticketing_http_event_loop_delay_seconds',
@@ -333,6 +336,24 @@ export function createApiMetrics(
     collect() {
       const sample = metrics.pressure?.();
       if (sample) this.set(sample.eventLoopUtilization);
+    },
+  });
+  new Gauge({
+    name: 'ticketing_waiting_room_held_polls',
+    help: 'Waiting-room long polls this process holds open now (each hears admission and sold out within a tick)',
+    registers: [registry],
+    collect() {
+      const hold = metrics.heldPolls?.();
+      if (hold) this.set(hold.held);
+    },
+  });
+  new Gauge({
+    name: 'ticketing_waiting_room_held_polls_capacity',
+    help: 'Long polls this process holds at most (its heap budget); a waiting buyer past it is asked back later',
+    registers: [registry],
+    collect() {
+      const hold = metrics.heldPolls?.();
+      if (hold) this.set(hold.capacity);
     },
   });
   const { orm } = options;

@@ -95,6 +95,9 @@ export const waitingRoomPlugin = fp(
     // Subscribing takes a connection of its own: a subscribed ioredis connection runs no other command.
     const watch = new RoomWatch(options.redis.duplicate(), heldPollCapacity(roomRequests));
     app.decorate('waitingRoomWatch', watch);
+    if (app.hasDecorator('apiMetrics')) {
+      app.apiMetrics.heldPolls = () => ({ held: watch.held, capacity: watch.capacity });
+    }
 
     /**
      * The room's routes are never shed on event-loop pressure (they are what keeps the crowd off the buying routes),

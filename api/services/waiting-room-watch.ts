@@ -124,8 +124,8 @@ export class RoomWatch {
 
   constructor(
     private readonly subscriber: Redis,
-    /** Waiters this process holds at most; past it, `wait` answers at once with false. */
-    private readonly capacity: number = heldPollCapacity(roomRequestCapacity()),
+    /** Waiters this process holds at most; past it, `wait` answers at once with 'unheld'. */
+    readonly capacity: number = heldPollCapacity(roomRequestCapacity()),
   ) {}
 
   /** Long polls held now. */

@@ -5,6 +5,7 @@
  * date sold out and are admitted again when a hold comes back, and orders without a turn get QUEUE_REQUIRED.
  */
 import { createOrganizer, type Organizer, uniqueClientAddress } from '../support/fixtures.js';
+import { parseMetrics, total } from '../support/prometheus.js';
 import { eventually, orderBody, publishEvent, reserveOrder, session, signInBuyer } from '../support/purchase.js';
 import { startTestApi, type TestApi } from '../support/stack.js';
 
@@ -288,6 +289,10 @@ describe('waiting room', () => {
         (count) => count === 3,
         5_000,
       );
+      // Operators see how many buyers the process holds against its budget.
+      const series = parseMetrics((await small.request({ method: 'GET', url: '/metrics' })).body);
+      expect(total(series, 'ticketing_waiting_room_held_polls')).toBe(3);
+      expect(total(series, 'ticketing_waiting_room_held_polls_capacity')).toBe(3);
       // Three polls held: the next long poll is answered now, told to come back at about half its estimated wait
       // (±25%, between 0.8 and 60 s).
       const unheld = await longPoll(turns[4]!.token, 20_000);
