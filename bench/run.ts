@@ -658,6 +658,7 @@ target(
   '≤ 2',
   (v) => v <= 2,
 );
+target('CPU per confirmed purchase ms (all our processes)', cpuPerPurchase?.purchaseMs, '≤ 60', (v) => v <= 60);
 target('API peak RSS MB', peak.apiMb, '< 512', (v) => v < 512);
 target('worker peak RSS MB', peak.workerMb, '< 512', (v) => v < 512);
 target('expiry storm: stock exact', storm ? (storm.exact ? 1 : 0) : null, '= 1', (v) => v === 1);
@@ -674,6 +675,40 @@ target('load shedding starts at (requests/s offered)', shedding?.firstShedAtPerS
   Boolean(lastStep && v <= lastStep.offeredPerSecond),
 );
 target('served p99 at the highest load (ms)', lastStep?.servedLatencyMs.p99, '< 5000', (v) => v < 5000);
+
+/**
+ * For the issue's targets this run missed, what bounds them, computed from its own measurements: the CPU a purchase
+ * costs against the box's cores, split by process, and the card-charge path that sets the workflow tasks.
+ */
+function flashSaleBounds(): Record<string, string> {
+  const confirm = profiles.confirm;
+  const cores = machine.cpus;
+  const bounds: Record<string, string> = {};
+  if (confirm && confirmResult?.confirmed) {
+    const msPer = (share: number | undefined) => Math.round(((share ?? 0) * confirm.wallMs) / confirmResult.confirmed);
+    const split = ['api', 'worker', 'temporal', 'postgres', 'redis']
+      .map((name) => `${name} ${msPer(confirm.cpuCores[name])}`)
+      .join(', ');
+    const confirmMs = cpuPerPurchase?.confirmMs;
+    bounds['confirmations/s'] =
+      `paying for a reserved ticket cost ${confirmMs ?? 'n/a'} ms of CPU (${split} ms); ${cores} cores pay for at most ${confirmMs ? Math.round((cores * 10_000) / confirmMs) / 10 : 'n/a'} a second, and the box was ${confirm.cpuCores.machine} of ${cores} busy during the payments`;
+    bounds['CPU per confirmed purchase ms (all our processes)'] =
+      `${cpuPerPurchase?.reserveMs ?? 'n/a'} ms to reserve (every attempt of the flash sale, sold-out answers included) and ${confirmMs ?? 'n/a'} ms to pay (${split} ms): most of it Temporal, the worker and PostgreSQL, each purchase a workflow with its own history`;
+  }
+  const localCharge = process.env.CARD_CHARGE_LOCAL === 'true';
+  bounds['workflow tasks per card purchase (max)'] = localCharge
+    ? 'a workflow task was retried or its update waited for the next one (the local charge path)'
+    : 'CARD_CHARGE_LOCAL is off (the default): the charge runs as a task-queue activity and its answer is a workflow task of its own; --compare-card-charge measures both';
+  return bounds;
+}
+const bounds = flashSaleBounds();
+const targetRecords = targets.map(([name, value, goal, met]) => ({
+  name,
+  value,
+  goal,
+  met,
+  ...(met === false && bounds[name] ? { boundedBy: bounds[name] } : {}),
+}));
 
 const lines: string[] = [];
 lines.push(
@@ -833,6 +868,7 @@ lines.push(
     ['target', 'value', 'goal', 'met'],
     targets.map(([n, v, g, p]) => [n, v, g, p === null ? '—' : p ? 'yes' : 'NO']),
   ),
+  ...targetRecords.flatMap((record) => ('boundedBy' in record ? [`  ${record.name}: ${record.boundedBy}`] : [])),
 );
 const comparison = results.cardChargeComparison as
   | Record<
@@ -884,7 +920,7 @@ const output = {
   ...results,
   peakRssMb: peak,
   profiles,
-  targets: targets.map(([name, value, goal, met]) => ({ name, value, goal, met })),
+  targets: targetRecords,
 };
 writeFileSync(join(outDir, `${args.name}.json`), `${JSON.stringify(output, null, 2)}\n`);
 writeFileSync(

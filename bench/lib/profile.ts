@@ -11,12 +11,19 @@ import { percentile } from './http.js';
 
 const CLOCK_TICKS = 100;
 
-/** utime + stime of one process, in seconds (0 when it is gone). */
-function cpuSecondsOf(pid: number): number {
+/**
+ * utime + stime of one process, in seconds (0 when it is gone); with `reapedChildren`, plus the time of its children
+ * that have exited (cutime + cstime). PostgreSQL needs it: a backend that exits during a phase (a pool closing an idle
+ * connection) takes its CPU out of the sum over live backends, and only its parent, the postmaster, keeps it. Without
+ * it a phase's PostgreSQL CPU read as low as 0.02 cores and the rest showed up as "other jobs".
+ */
+function cpuSecondsOf(pid: number, reapedChildren = false): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+    const own = Number(fields[11]) + Number(fields[12]);
+    const children = reapedChildren ? Number(fields[13]) + Number(fields[14]) : 0;
+    return (own + children) / CLOCK_TICKS;
   } catch {
     return 0;
   }
@@ -69,7 +76,7 @@ function machineSeconds(): { busy: number; steal: number } {
 export function cpuSnapshot(pids: Record<string, number | undefined>): CpuSnapshot {
   const seconds: Record<string, number> = {};
   for (const [name, pid] of Object.entries(pids)) seconds[name] = pid ? cpuSecondsOf(pid) : 0;
-  seconds.postgres = pidsNamed(/^postgres/).reduce((sum, pid) => sum + cpuSecondsOf(pid), 0);
+  seconds.postgres = pidsNamed(/^postgres/).reduce((sum, pid) => sum + cpuSecondsOf(pid, true), 0);
   seconds.redis = pidsNamed(/^redis-server/).reduce((sum, pid) => sum + cpuSecondsOf(pid), 0);
   const machine = machineSeconds();
   seconds.machine = machine.busy;
