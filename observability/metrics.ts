@@ -320,42 +320,40 @@ export function createApiMetrics(
     pressure: null,
     heldPolls: null,
   };
-  new Gauge({
-    name: 'ticketing_http_event_loop_delay_seconds',
-    help: 'Mean event-loop delay of the last load-shedding sample (compare with LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS)',
-    registers: [registry],
-    collect() {
+  /** A gauge read at each scrape from what another plugin set on `metrics`; absent until that plugin is there. */
+  const readAtScrape = (name: string, help: string, read: () => number | undefined) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        const value = read();
+        if (value !== undefined) this.set(value);
+      },
+    });
+  readAtScrape(
+    'ticketing_http_event_loop_delay_seconds',
+    'Mean event-loop delay of the last load-shedding sample (compare with LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS)',
+    () => {
       const sample = metrics.pressure?.();
-      if (sample) this.set(sample.eventLoopDelayMs / 1000);
+      return sample ? sample.eventLoopDelayMs / 1000 : undefined;
     },
-  });
-  new Gauge({
-    name: 'ticketing_http_event_loop_utilization',
-    help: 'Event-loop utilization (0–1) of the last load-shedding sample (compare with LOAD_SHED_MAX_EVENT_LOOP_UTILIZATION)',
-    registers: [registry],
-    collect() {
-      const sample = metrics.pressure?.();
-      if (sample) this.set(sample.eventLoopUtilization);
-    },
-  });
-  new Gauge({
-    name: 'ticketing_waiting_room_held_polls',
-    help: 'Waiting-room long polls this process holds open now (each hears admission and sold out within a tick)',
-    registers: [registry],
-    collect() {
-      const hold = metrics.heldPolls?.();
-      if (hold) this.set(hold.held);
-    },
-  });
-  new Gauge({
-    name: 'ticketing_waiting_room_held_polls_capacity',
-    help: 'Long polls this process holds at most (its heap budget); a waiting buyer past it is asked back later',
-    registers: [registry],
-    collect() {
-      const hold = metrics.heldPolls?.();
-      if (hold) this.set(hold.capacity);
-    },
-  });
+  );
+  readAtScrape(
+    'ticketing_http_event_loop_utilization',
+    'Event-loop utilization (0–1) of the last load-shedding sample (compare with LOAD_SHED_MAX_EVENT_LOOP_UTILIZATION)',
+    () => metrics.pressure?.().eventLoopUtilization,
+  );
+  readAtScrape(
+    'ticketing_waiting_room_held_polls',
+    'Waiting-room long polls this process holds open now (each hears admission and sold out within a tick)',
+    () => metrics.heldPolls?.().held,
+  );
+  readAtScrape(
+    'ticketing_waiting_room_held_polls_capacity',
+    'Long polls this process holds at most (its heap budget); a waiting buyer past it is asked back later',
+    () => metrics.heldPolls?.().capacity,
+  );
   const { orm } = options;
   if (orm) {
     const stockErrors = new Counter({
