@@ -545,20 +545,24 @@ const baselines = results.baselines as
   | undefined;
 const storm = results.expiryStorm as Awaited<ReturnType<typeof expiryStorm>> | undefined;
 
-/**
- * CPU milliseconds our processes (API, worker, Temporal, PostgreSQL, Redis, the baseline's worker) spent in a phase,
- * per unit of its work; the sandbox and the load generator are not ours and are left out.
- */
 /** Workflow and activity tasks waiting for the worker (Temporal's approximate count); null when it cannot say. */
 async function taskBacklog(client: typeof temporal, taskQueue: string): Promise<number | null> {
   return temporalTaskBacklog(client, taskQueue)().catch(() => null);
 }
 
-function cpuMsPer(phase: string, units: number | undefined): number | null {
+/** Our processes; the sandbox and the load generator are not ours and are left out. */
+const OUR_PROCESSES = ['api', 'worker', 'temporal', 'postgres', 'redis', 'benchWorker'];
+
+/** CPU milliseconds `processes` (all of ours by default) spent in a phase, per unit of its work. */
+function cpuMsPer(
+  phase: string,
+  units: number | undefined,
+  processes: readonly string[] = OUR_PROCESSES,
+): number | null {
   const profile = profiles[phase];
   if (!profile || !units) return null;
-  const { api = 0, worker = 0, temporal = 0, postgres = 0, redis = 0, benchWorker = 0 } = profile.cpuCores;
-  return Math.round(((api + worker + temporal + postgres + redis + benchWorker) * profile.wallMs) / units);
+  const cores = processes.reduce((sum, name) => sum + (profile.cpuCores[name] ?? 0), 0);
+  return Math.round((cores * profile.wallMs) / units);
 }
 const orchestrationRun = (results.baselines as { orchestration?: { completed?: number } } | undefined)?.orchestration;
 const cpuPerPurchase = (() => {
@@ -685,9 +689,8 @@ function flashSaleBounds(): Record<string, string> {
   const cores = machine.cpus;
   const bounds: Record<string, string> = {};
   if (confirm && confirmResult?.confirmed) {
-    const msPer = (share: number | undefined) => Math.round(((share ?? 0) * confirm.wallMs) / confirmResult.confirmed);
     const split = ['api', 'worker', 'temporal', 'postgres', 'redis']
-      .map((name) => `${name} ${msPer(confirm.cpuCores[name])}`)
+      .map((name) => `${name} ${cpuMsPer('confirm', confirmResult.confirmed, [name])}`)
       .join(', ');
     const confirmMs = cpuPerPurchase?.confirmMs;
     bounds['confirmations/s'] =
